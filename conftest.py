@@ -1,0 +1,4 @@
+"""Root pytest wiring: everything lives in the ``simacc.plugin`` pytest plugin, so that
+``simacc check`` gets the same fixtures, options and profiles from an installed package."""
+
+pytest_plugins = ("simacc.plugin",)

@@ -1,0 +1,33 @@
+"""The returned index and ``num_correct_drafts`` (SPEC.md steps 2-3)."""
+
+import pytest
+import torch
+from hypothesis import given
+
+from properties import support
+from simacc.assertions import check, check_equal
+
+pytestmark = pytest.mark.contracts("eagle", "legacy")
+
+
+@given(case=support.eagle_cases())
+def test_index_is_a_fresh_int32_tensor_of_shape_bs_by_width(impl, device, case):
+    got = impl.run(case, device).returned
+    check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
+    check(tuple(got.shape) == (case.bs, case.max_len), "index.shape", tuple(got.shape), (case.bs, case.max_len), case)
+    check(got.dtype == torch.int32, "index.dtype", got.dtype, torch.int32, case)
+    check(got.device == torch.device(device), "index.device", got.device, device, case)
+
+
+@given(case=support.eagle_cases())
+def test_index_rows_are_root_plus_range_then_minus_one(impl, device, case):
+    got = impl.run(case, device).returned
+    check_equal("index", got, support.expected_index(case).to(device), case)
+
+
+@given(case=support.eagle_cases())
+def test_num_correct_drafts_is_length_minus_one(impl, device, case):
+    outcome = impl.run(case, device)
+    expected = torch.full((case.bs,), case.expected_length() - 1, dtype=torch.int32, device=device)
+    got = outcome.args["num_correct_drafts"]
+    check_equal("num_correct_drafts", got.to(torch.int32) if got.dtype != torch.int32 else got, expected, case)

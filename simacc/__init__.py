@@ -1,0 +1,29 @@
+"""simacc: a property-based verification harness for simulated acceptance in speculative
+decoding. The contract it checks is SPEC.md; this package holds its reference."""
+
+from simacc.caller import SimulationSettings, check_token_mode, target_predict_for
+from simacc.checks import TOKEN_MODES
+from simacc.reference import (
+    FIXED_TOKEN_ID,
+    apply_dflash_simulated_acceptance,
+    generate_simulated_accept_index,
+    legacy_generate_simulated_accept_index,
+    verify_chain_greedy,
+)
+from simacc.sampling import METHODS, sample_simulated_acc_len
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FIXED_TOKEN_ID",
+    "METHODS",
+    "TOKEN_MODES",
+    "SimulationSettings",
+    "apply_dflash_simulated_acceptance",
+    "check_token_mode",
+    "generate_simulated_accept_index",
+    "legacy_generate_simulated_accept_index",
+    "sample_simulated_acc_len",
+    "target_predict_for",
+    "verify_chain_greedy",
+]

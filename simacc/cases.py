@@ -1,0 +1,156 @@
+"""Cases: the inputs of one call, as plain data that replays on any device.
+
+A case holds each tensor's logical values on the CPU plus the name of the memory layout to
+build it with, never a live tensor on some device: that is what lets a case found on CUDA
+replay on a CPU (and the reverse), print as a short summary, and travel through JSON.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from simacc.sampling import sample_simulated_acc_len
+
+LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
+_PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
+
+
+@dataclass(frozen=True, eq=False)
+class TensorArg:
+    """Logical ``values`` (CPU, contiguous) and the ``layout`` to materialise them with.
+
+    ``transposed`` is a ``.t()`` view of a transposed buffer (2-D only), ``strided`` takes
+    every other element of the last dimension, ``offset`` starts one element into its
+    storage.
+    """
+
+    values: torch.Tensor
+    layout: str = "contiguous"
+
+    def __post_init__(self):
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.layout == "transposed" and self.values.dim() != 2:
+            raise ValueError(f"a transposed layout needs a 2-D tensor, got {self.values.dim()}-D")
+
+    def on(self, device):
+        """A fresh tensor on ``device`` with these values and this layout."""
+        v = self.values.to(device)
+        if self.layout == "contiguous":
+            return v.clone()
+        if self.layout == "transposed":
+            return v.t().contiguous().t()
+        if self.layout == "strided":
+            buf = torch.full((*v.shape[:-1], 2 * v.shape[-1]), _PAD, dtype=v.dtype, device=device)
+            view = buf[..., ::2]
+        else:
+            buf = torch.full((v.numel() + 1,), _PAD, dtype=v.dtype, device=device)
+            view = buf[1:].view(v.shape)
+        view.copy_(v)
+        return view
+
+    def summary(self):
+        return (
+            f"Tensor[size={tuple(self.values.shape)}, dtype={str(self.values.dtype)[6:]}"
+            f"{'' if self.layout == 'contiguous' else ', ' + self.layout}]"
+        )
+
+    def __repr__(self):
+        return self.summary()
+
+    def _repr_pretty_(self, printer, cycle):  # how Hypothesis prints a falsifying example
+        printer.text(self.summary())
+
+
+def _summary(case):
+    parts = []
+    for f in dataclasses.fields(case):
+        value = getattr(case, f.name)
+        shown = value.summary() if isinstance(value, TensorArg) else repr(value)
+        parts.append(f"{f.name}={shown}")
+    return f"{type(case).__name__}({', '.join(parts)})"
+
+
+class _Case:
+    """Shared behaviour: tensor fields, materialisation, the sampled length, summaries."""
+
+    def tensors(self):
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), TensorArg)
+        }
+
+    def args(self, device):
+        """Keyword arguments of the contract's call, with fresh tensors on ``device``."""
+        kwargs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del kwargs["seed"]
+        return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in kwargs.items()}
+
+    def expected_length(self):
+        """The ``L`` that the documented sampler draws from this case's seed."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return sample_simulated_acc_len(
+                self.simulate_acc_len, self.simulate_acc_method, self.max_len
+            )
+
+    def summary(self):
+        return _summary(self)
+
+    def __repr__(self):
+        return self.summary()
+
+    def _repr_pretty_(self, printer, cycle):  # how Hypothesis prints a falsifying example
+        printer.text(self.summary())
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EagleCase(_Case):
+    """Arguments of ``generate_simulated_accept_index``, plus the generator seed."""
+
+    accept_index: TensorArg
+    predict: TensorArg
+    num_correct_drafts: TensorArg
+    candidates: TensorArg | None
+    target_predict: TensorArg | None
+    bs: int
+    spec_steps: int
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    seed: int
+
+    @property
+    def max_len(self):
+        return self.spec_steps + 1
+
+    @property
+    def roots(self):
+        return self.accept_index.values[:, 0].tolist()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DflashCase(_Case):
+    """Arguments of ``apply_dflash_simulated_acceptance``, plus the generator seed."""
+
+    candidates: TensorArg
+    target_predict: TensorArg | None
+    accept_len: TensorArg
+    commit_lens: TensorArg
+    bonus: TensorArg
+    out_tokens: TensorArg
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    next_token_logits: TensorArg | None
+    seed: int
+
+    @property
+    def max_len(self):
+        return self.out_tokens.values.shape[1]
+
+
+CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase)}

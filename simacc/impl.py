@@ -1,0 +1,200 @@
+"""The implementation under test: loading it from an ``IMPL`` string, inferring which
+contract its signature follows, and calling it the same way whatever that signature is.
+
+``IMPL`` is ``package.module:attribute`` or ``path/to/file.py:attribute``. Every problem
+with it is an :class:`ImplError` whose message is one line, raised before any test runs.
+"""
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+CONTRACTS = ("eagle", "legacy", "dflash")
+EAGLE_PARAMS = (
+    "accept_index",
+    "predict",
+    "num_correct_drafts",
+    "candidates",
+    "target_predict",
+    "bs",
+    "spec_steps",
+    "simulate_acc_len",
+    "simulate_acc_method",
+    "simulate_acc_token_mode",
+)
+LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
+DFLASH_PARAMS = (
+    "candidates",
+    "target_predict",
+    "accept_len",
+    "commit_lens",
+    "bonus",
+    "out_tokens",
+    "simulate_acc_len",
+    "simulate_acc_method",
+    "simulate_acc_token_mode",
+)
+REFERENCES = {
+    "eagle": "simacc:generate_simulated_accept_index",
+    "legacy": "simacc:legacy_generate_simulated_accept_index",
+    "dflash": "simacc:apply_dflash_simulated_acceptance",
+}
+
+
+class ImplError(Exception):
+    """A bad ``IMPL`` or ``--contract``: reported in one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """A callable plus how to call it.
+
+    ``style`` is how arguments are passed: ``keywords``, ``positional`` (the current
+    order), ``legacy`` (``... bs, spec_steps, simulate_acc_len, simulate_acc_method``) or
+    ``oldest`` (``... simulate_acc_len, bs, spec_steps``, no method).
+    """
+
+    spec: str
+    fn: object
+    contract: str
+    style: str
+    source: str = ""
+    version: str = ""
+
+    @property
+    def is_reference(self):
+        return self.spec == REFERENCES[self.contract]
+
+    @property
+    def modes(self):
+        """The token modes this contract can be asked for."""
+        return ("fixed",) if self.contract == "legacy" else ("fixed", "real-draft-token")
+
+    def call(self, kwargs):
+        """Call with the contract's keyword arguments (a case's ``args(device)``)."""
+        if self.style == "keywords":
+            return self.fn(**kwargs)
+        if self.style == "positional":
+            return self.fn(*(kwargs[name] for name in EAGLE_PARAMS))
+        head = (kwargs["accept_index"], kwargs["predict"], kwargs["num_correct_drafts"])
+        if self.style == "oldest":
+            return self.fn(*head, kwargs["simulate_acc_len"], kwargs["bs"], kwargs["spec_steps"])
+        return self.fn(
+            *head,
+            kwargs["bs"],
+            kwargs["spec_steps"],
+            kwargs["simulate_acc_len"],
+            kwargs["simulate_acc_method"],
+        )
+
+
+def _import_target(spec):
+    if spec.count(":") != 1:
+        raise ImplError(
+            f"IMPL {spec!r} must be 'package.module:attribute' or 'path/to/file.py:attribute'"
+        )
+    where, attr = spec.split(":")
+    if not where or not attr:
+        raise ImplError(f"IMPL {spec!r} has an empty module or attribute part")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise ImplError(f"IMPL {spec!r}: no such file {where}")
+        name = "simacc_impl_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[name]
+            raise ImplError(f"IMPL {spec!r}: importing {where} raised {type(e).__name__}: {e}") from e
+        source = str(path)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            raise ImplError(f"IMPL {spec!r}: module {e.name!r} not found") from e
+        except Exception as e:
+            raise ImplError(f"IMPL {spec!r}: importing {where} raised {type(e).__name__}: {e}") from e
+        source = getattr(module, "__file__", "") or ""
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ImplError(f"IMPL {spec!r}: {where} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ImplError(f"IMPL {spec!r}: {attr!r} is a {type(obj).__name__}, not callable")
+    version = getattr(module, "__version__", "") or getattr(
+        sys.modules.get(where.split(".")[0]), "__version__", ""
+    )
+    return obj, source, str(version)
+
+
+def _parameters(fn):
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def infer_style(fn, contract=None):
+    """``(contract, style)`` from ``fn``'s signature; ``contract`` forces one.
+
+    Raises :class:`ImplError` when the signature fits no contract (or not the forced one).
+    """
+    params = _parameters(fn)
+    if params is None:
+        if contract is None:
+            raise ImplError("cannot read the callable's signature; pass --contract")
+        return contract, {"eagle": "keywords", "legacy": "legacy", "dflash": "keywords"}[contract]
+    names = [p.name for p in params]
+    by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    fits = {}
+    if set(DFLASH_PARAMS) <= by_keyword:
+        fits["dflash"] = "keywords"
+    if set(EAGLE_PARAMS) <= by_keyword:
+        fits["eagle"] = "keywords"
+    elif contract == "eagle" and (len(positional) >= len(EAGLE_PARAMS) or varargs):
+        fits["eagle"] = "positional"
+    if len(names) >= 3 and names[2] in LEGACY_THIRD and "candidates" not in names:
+        oldest = "simulate_acc_len" in names and "bs" in names and (
+            names.index("simulate_acc_len") < names.index("bs")
+        )
+        fits["legacy"] = "oldest" if oldest else "legacy"
+    elif contract == "legacy" and (len(positional) >= 6 or varargs):
+        fits["legacy"] = "legacy"
+    if contract is not None:
+        if contract not in fits:
+            raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract!r}")
+        return contract, fits[contract]
+    if len(fits) != 1:
+        raise ImplError(
+            f"the signature ({', '.join(names)}) fits "
+            + ("no contract" if not fits else f"several contracts {sorted(fits)}")
+            + f"; pass --contract {{{','.join(CONTRACTS)}}}"
+        )
+    return next(iter(fits.items()))
+
+
+def load(spec, contract=None):
+    """The :class:`Implementation` named by ``spec``, checked against ``contract``."""
+    if contract is not None and contract not in CONTRACTS:
+        raise ImplError(f"unknown contract {contract!r}; expected one of {CONTRACTS}")
+    fn, source, version = _import_target(spec)
+    try:
+        contract, style = infer_style(fn, contract)
+    except ImplError as e:
+        raise ImplError(f"IMPL {spec!r}: {e}") from None
+    return Implementation(spec, fn, contract, style, source, version)
+
+
+def reference(contract):
+    """The built-in reference for ``contract``."""
+    return load(REFERENCES[contract], contract)

@@ -1,0 +1,28 @@
+"""Hypothesis settings profiles, registered on purpose (issue #3).
+
+* ``default``: quick local runs; random, with the local example database so a failure
+  found once is replayed first next time.
+* ``ci``: what Hypothesis loads by itself when ``CI`` is set. Derandomized (the same
+  examples on every run, so CI is never flaky), no database, ``print_blob`` on so a CI log
+  carries a reproduction blob.
+* ``thorough``: nightly fuzzing and ``simacc fuzz``; random, many examples.
+
+No deadline anywhere: the first call of a torch op, or of a CUDA kernel, is slow for
+reasons that are not the implementation's fault.
+"""
+
+from hypothesis import HealthCheck, settings
+
+EXAMPLES = {"default": 50, "ci": 100, "thorough": 2000}
+# The impl fixture is function-scoped on purpose: one runner serves every example of a test.
+_COMMON = dict(
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+settings.register_profile("default", max_examples=EXAMPLES["default"], **_COMMON)
+settings.register_profile(
+    "ci", max_examples=EXAMPLES["ci"], derandomize=True, database=None, **_COMMON
+)
+settings.register_profile("thorough", max_examples=EXAMPLES["thorough"], **_COMMON)

@@ -1,0 +1,226 @@
+"""Reference implementations of the contracts in SPEC.md.
+
+Vectorised torch on whatever device the inputs live on: a handful of ops per call, no loop
+over rows, so the cost barely grows with the batch. Every public function validates all of
+its arguments before it draws from the generator or writes a buffer.
+"""
+
+import torch
+
+from simacc import checks
+from simacc.sampling import sample_simulated_acc_len
+
+FIXED_TOKEN_ID = 100
+
+
+def _simulated_index(accept_index, length, width):
+    """``(bs, width)`` int32: row ``i`` is ``root_i + 0..length-1``, then -1."""
+    cols = torch.arange(width, dtype=torch.int32, device=accept_index.device)
+    roots = accept_index[:, :1].to(torch.int32)
+    return torch.where(cols < length, roots + cols, -1).to(torch.int32)
+
+
+def _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps):
+    checks.check_int("bs", bs)
+    checks.check_int("spec_steps", spec_steps)
+    checks.check_tensor("accept_index", accept_index, shape=(bs, spec_steps + 1))
+    checks.check_tensor("predict", predict, ndim=1)
+    checks.check_tensor("num_correct_drafts", num_correct_drafts, shape=(bs,))
+
+
+def generate_simulated_accept_index(
+    accept_index,
+    predict,
+    num_correct_drafts,
+    candidates,
+    target_predict,
+    bs,
+    spec_steps,
+    simulate_acc_len,
+    simulate_acc_method="match-expected",
+    simulate_acc_token_mode="fixed",
+    fixed_token_id=FIXED_TOKEN_ID,
+):
+    """Force one acceptance length ``L`` on the batch and return the simulated index.
+
+    Writes ``num_correct_drafts`` (``L - 1``) and ``predict``: all ``fixed_token_id`` in
+    fixed mode; in real-draft-token mode the accepted slots get the draft tokens and the
+    last one the target's bonus token, other slots keep their value. Stricter than
+    upstream: an unknown token mode is an error here, not silently fixed.
+    """
+    checks.check_length(simulate_acc_len)
+    checks.check_method(simulate_acc_method)
+    checks.check_mode(simulate_acc_token_mode)
+    checks.check_int("fixed_token_id", fixed_token_id, minimum=-(2**63))
+    _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps)
+    width = spec_steps + 1
+    real = simulate_acc_token_mode == "real-draft-token"
+    if real:
+        checks.check_tensor("candidates", candidates, shape=(bs, None))
+        checks.check_tensor("target_predict", target_predict, shape=tuple(candidates.shape))
+        if candidates.shape[1] < width:
+            raise ValueError(
+                f"real-draft-token mode needs candidates with >= spec_steps + 1 = {width} "
+                f"columns, got shape {tuple(candidates.shape)}"
+            )
+    checks.check_same_device(
+        accept_index=accept_index,
+        predict=predict,
+        num_correct_drafts=num_correct_drafts,
+        candidates=candidates if real else None,
+        target_predict=target_predict if real else None,
+    )
+    if real and bs > 0:
+        roots = accept_index[:, 0]
+        low, high = int(roots.min()), int(roots.max())
+        if low < 0 or high + width > predict.shape[0]:
+            raise ValueError(
+                f"accept_index roots must lie in [0, {predict.shape[0] - width}] so the "
+                f"accepted slots fit in predict (length {predict.shape[0]}), got [{low}, {high}]"
+            )
+
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    out = _simulated_index(accept_index, length, width)
+    num_correct_drafts.fill_(length - 1)
+    if not real:
+        predict.fill_(fixed_token_id)
+        return out
+    slots = out[:, :length].long()
+    tokens = torch.cat([candidates[:, 1:length], target_predict[:, length - 1 : length]], 1)
+    predict[slots.reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    return out
+
+
+def legacy_generate_simulated_accept_index(
+    accept_index,
+    predict,
+    num_correct_drafts,
+    bs,
+    spec_steps,
+    simulate_acc_len,
+    simulate_acc_method="match-expected",
+):
+    """The behaviour before token modes existed: fixed mode only, token id 100.
+
+    Upstream allocated the index on ``"cuda"``; this allocates on ``accept_index.device``,
+    which gives the same bytes on CUDA and also runs on a CPU.
+    """
+    checks.check_length(simulate_acc_len)
+    checks.check_method(simulate_acc_method)
+    _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps)
+    checks.check_same_device(
+        accept_index=accept_index, predict=predict, num_correct_drafts=num_correct_drafts
+    )
+    width = spec_steps + 1
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    out = _simulated_index(accept_index, length, width)
+    num_correct_drafts.fill_(length - 1)
+    predict.fill_(FIXED_TOKEN_ID)
+    return out
+
+
+def apply_dflash_simulated_acceptance(
+    *,
+    candidates,
+    target_predict,
+    accept_len,
+    commit_lens,
+    bonus,
+    out_tokens,
+    simulate_acc_len,
+    simulate_acc_method,
+    simulate_acc_token_mode,
+    next_token_logits=None,
+    fixed_token_id=FIXED_TOKEN_ID,
+):
+    """The DFLASH block layout: ``L`` in ``[1, B]`` for ``(bs, B)`` blocks.
+
+    Unlike the EAGLE function there is no ``> 0`` check on the length (``x <= 0`` acts as 1
+    under ``match-expected``). In real mode a missing ``target_predict`` is the argmax of
+    ``next_token_logits`` viewed as ``(bs, B)``, computed before the draw.
+    """
+    checks.check_length(simulate_acc_len, positive=False)
+    checks.check_method(simulate_acc_method)
+    checks.check_mode(simulate_acc_token_mode)
+    checks.check_int("fixed_token_id", fixed_token_id, minimum=-(2**63))
+    checks.check_tensor("out_tokens", out_tokens, ndim=2)
+    bs, block = out_tokens.shape
+    checks.check_tensor("candidates", candidates, shape=(bs, block))
+    for name, t in (("accept_len", accept_len), ("commit_lens", commit_lens), ("bonus", bonus)):
+        checks.check_tensor(name, t, shape=(bs,))
+    real = simulate_acc_token_mode == "real-draft-token"
+    if real and target_predict is None:
+        if not isinstance(next_token_logits, torch.Tensor):
+            raise ValueError(
+                "real-draft-token mode needs target_predict or next_token_logits, got neither"
+            )
+        if next_token_logits.dim() != 2 or next_token_logits.shape[0] != bs * block:
+            raise ValueError(
+                f"next_token_logits must be 2-D with bs * B = {bs * block} rows, "
+                f"got shape {tuple(next_token_logits.shape)}"
+            )
+    elif real:
+        checks.check_tensor("target_predict", target_predict, shape=(bs, block))
+    checks.check_same_device(
+        candidates=candidates,
+        accept_len=accept_len,
+        commit_lens=commit_lens,
+        bonus=bonus,
+        out_tokens=out_tokens,
+        target_predict=target_predict if real else None,
+        next_token_logits=next_token_logits if real and target_predict is None else None,
+    )
+    if block == 0:
+        raise ValueError("out_tokens must have at least one column (B >= 1), got B = 0")
+    if real and target_predict is None:
+        target_predict = torch.argmax(next_token_logits, dim=-1).reshape(bs, block)
+
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, block)
+    accept_len.fill_(length - 1)
+    commit_lens.fill_(length)
+    if not real:
+        bonus.fill_(fixed_token_id)
+        out_tokens.fill_(fixed_token_id)
+        return
+    out_tokens.zero_()
+    out_tokens[:, : length - 1] = candidates[:, 1:length].to(out_tokens.dtype)
+    bonus.copy_(target_predict[:, length - 1])
+    out_tokens[:, length - 1] = bonus.to(out_tokens.dtype)
+
+
+def verify_chain_greedy(candidates, target_predict, predict, accept_index, accept_token_num):
+    """Greedy verification of ``topk == 1`` chains, in place: the oracle real mode mirrors.
+
+    Draft ``j+1`` is accepted while ``candidates[i, j+1] == target_predict[i, j]``. With
+    ``k`` accepted: ``accept_index[i, :k+1] = i*D + 0..k`` (rest untouched),
+    ``accept_token_num[i] = k`` and ``predict[i*D + j] = target_predict[i, j]`` for
+    ``j <= k`` (other slots untouched).
+    """
+    checks.check_tensor("candidates", candidates, ndim=2)
+    bs, drafts = candidates.shape
+    checks.check_tensor("target_predict", target_predict, shape=(bs, drafts))
+    checks.check_tensor("accept_index", accept_index, shape=(bs, None))
+    checks.check_tensor("predict", predict, ndim=1)
+    checks.check_tensor("accept_token_num", accept_token_num, shape=(bs,))
+    checks.check_same_device(
+        candidates=candidates,
+        target_predict=target_predict,
+        predict=predict,
+        accept_index=accept_index,
+        accept_token_num=accept_token_num,
+    )
+    if accept_index.shape[1] < drafts:
+        raise ValueError(
+            f"accept_index must have >= D = {drafts} columns, got {tuple(accept_index.shape)}"
+        )
+    if predict.shape[0] < bs * drafts:
+        raise ValueError(f"predict must hold >= bs * D = {bs * drafts} slots, got {predict.shape[0]}")
+    matches = (candidates[:, 1:] == target_predict[:, :-1]).long()
+    accepted = matches.cumprod(dim=1).sum(dim=1)  # k per row
+    cols = torch.arange(drafts, device=candidates.device)
+    keep = cols <= accepted[:, None]  # (bs, D): the root and the accepted drafts
+    slots = torch.arange(bs, device=candidates.device)[:, None] * drafts + cols
+    predict[slots[keep]] = target_predict[keep].to(predict.dtype)
+    head = accept_index[:, :drafts]
+    head.copy_(torch.where(keep, slots.to(accept_index.dtype), head))
+    accept_token_num.copy_(accepted)

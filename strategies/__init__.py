@@ -1,0 +1,35 @@
+"""Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
+
+from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, roots
+from strategies.scalars import (
+    MAX_SPEC_STEPS,
+    acc_lens,
+    batch_sizes,
+    methods,
+    seeds,
+    spec_steps,
+    token_modes,
+    vocab_sizes,
+)
+from strategies.tensors import arbitrary_int32, fill, int_tensors, layouts, token_dtypes
+
+__all__ = [
+    "MAX_SPEC_STEPS",
+    "ROOT_LAYOUTS",
+    "acc_lens",
+    "arbitrary_int32",
+    "batch_sizes",
+    "chain_cases",
+    "dflash_cases",
+    "eagle_cases",
+    "fill",
+    "int_tensors",
+    "layouts",
+    "methods",
+    "roots",
+    "seeds",
+    "spec_steps",
+    "token_dtypes",
+    "token_modes",
+    "vocab_sizes",
+]
