@@ -51,6 +51,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.pluginmanager.import_plugin("simacc.recording")
     config.addinivalue_line("markers", "contracts(*names): the contracts (eagle, legacy, dflash) a property applies to")
     opt = config.getoption
     profile = env.get("PROFILE")

@@ -1,0 +1,1 @@
+"""pytest hooks that turn a failing property's shrunk case into a repro file (issue #5)."""
