@@ -60,3 +60,11 @@ def check_same_device(**tensors):
     if len(set(devices.values())) > 1:
         listed = ", ".join(f"{name} on {dev}" for name, dev in devices.items())
         raise ValueError(f"all tensors must be on one device, got {listed}")
+
+
+def check_fits(name, value, *tensors):
+    """``value`` must be representable in each tensor's dtype (it is written into them)."""
+    for t in tensors:
+        info = torch.iinfo(t.dtype)
+        if not info.min <= value <= info.max:
+            raise ValueError(f"{name}={value} does not fit {t.dtype} [{info.min}, {info.max}]")

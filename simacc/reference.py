@@ -53,6 +53,7 @@ def generate_simulated_accept_index(
     checks.check_mode(simulate_acc_token_mode)
     checks.check_int("fixed_token_id", fixed_token_id, minimum=-(2**63))
     _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps)
+    checks.check_fits("fixed_token_id", fixed_token_id, predict)
     width = spec_steps + 1
     real = simulate_acc_token_mode == "real-draft-token"
     if real:
@@ -148,6 +149,7 @@ def apply_dflash_simulated_acceptance(
     checks.check_tensor("candidates", candidates, shape=(bs, block))
     for name, t in (("accept_len", accept_len), ("commit_lens", commit_lens), ("bonus", bonus)):
         checks.check_tensor(name, t, shape=(bs,))
+    checks.check_fits("fixed_token_id", fixed_token_id, bonus, out_tokens)
     real = simulate_acc_token_mode == "real-draft-token"
     if real and target_predict is None:
         if not isinstance(next_token_logits, torch.Tensor):

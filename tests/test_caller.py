@@ -83,7 +83,8 @@ LOGITS = torch.tensor(  # argmax per row: 2, 0, 1, 3, 0, 3
 
 @pytest.mark.parametrize(
     "bs, drafts, expected",
-    [(2, 3, [[2, 0, 1], [3, 0, 3]]), (3, 2, [[2, 0], [1, 3], [0, 3]]), (1, 6, [[2, 0, 1, 3, 0, 3]])],
+    [(2, 3, [[2, 0, 1], [3, 0, 3]]), (3, 2, [[2, 0], [1, 3], [0, 3]]),
+     (1, 6, [[2, 0, 1, 3, 0, 3]])],
 )
 def test_real_mode_takes_the_logits_argmax_as_target_predict(bs, drafts, expected):
     got = sa.target_predict_for("real-draft-token", None, LOGITS, bs, drafts)

@@ -198,7 +198,9 @@ CONSUMPTION = [
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-@pytest.mark.parametrize("call, draws", [c[1:] for c in CONSUMPTION], ids=[c[0] for c in CONSUMPTION])
+@pytest.mark.parametrize(
+    "call, draws", [c[1:] for c in CONSUMPTION], ids=[c[0] for c in CONSUMPTION]
+)
 def test_each_function_consumes_exactly_the_documented_draws(seed, call, draws):
     torch.manual_seed(seed)
     call()
