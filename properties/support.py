@@ -1,13 +1,20 @@
-"""What property modules share: case strategies that follow the implementation under test.
+"""What property modules share: case strategies that follow the implementation under test,
+and expectations computed the plain way from a case (lists and loops, not the reference).
 
 A legacy implementation has only the fixed token mode, so the case strategies read the
 session's selection lazily (when the first example is drawn, after pytest has configured).
 """
 
+import math
+
+import torch
 from hypothesis import strategies as st
 
 import strategies as sx
 from simacc import plugin
+from simacc.cases import EagleCase, TensorArg
+
+FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
 
 
 def eagle_cases(**kwargs):
@@ -17,8 +24,110 @@ def eagle_cases(**kwargs):
 
 def expected_index(case):
     """The index SPEC.md requires, computed the plain way (rows, not tensor ops)."""
-    import torch
-
     length = case.expected_length()
     rows = [[root + j if j < length else -1 for j in range(case.max_len)] for root in case.roots]
     return torch.tensor(rows, dtype=torch.int32).reshape(case.bs, case.max_len)
+
+
+def accepted_slots(case):
+    """``(bs, L)`` flat ``predict`` positions of the accepted slots, row by row."""
+    length = case.expected_length()
+    return torch.tensor(
+        [[root + j for j in range(length)] for root in case.roots], dtype=torch.long
+    ).reshape(case.bs, length)
+
+
+def drafts_then_bonus(candidates, target_predict, length):
+    """``(bs, L)`` rows ``candidates[i, 1:L]`` followed by ``target_predict[i, L-1]``."""
+    cand, target = candidates.tolist(), target_predict.tolist()
+    rows = [cand[i][1:length] + [target[i][length - 1]] for i in range(len(cand))]
+    return torch.tensor(rows, dtype=torch.int64).reshape(len(cand), length)
+
+
+def observed_lengths(outcome):
+    """``L`` as each row reports it, twice: ``num_correct_drafts + 1`` for every row, then
+    the number of index entries other than -1 for every row."""
+    counts = outcome.args["num_correct_drafts"].long().cpu() + 1
+    return torch.cat([counts, (outcome.returned != -1).sum(dim=1).cpu()])
+
+
+def state_after_documented_draws(case):
+    """The CPU generator state after seeding with ``case.seed`` and doing, by hand, exactly
+    the draws SPEC.md documents for the case's length and method; and how many there were."""
+    x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(case.seed)
+        draws = 0
+        if method == "multinomial":
+            torch.normal(mean=x, std=1.0, size=(1,), device="cpu")
+            draws = 1
+        else:
+            clamped = max(1.0, min(max_len, x))
+            lo = math.floor(clamped)
+            if lo < max_len:  # otherwise lo == hi: no draw
+                frac = clamped - lo
+                torch.multinomial(torch.tensor([1 - frac, frac]), 1)
+                draws = 1
+        return torch.get_rng_state(), draws
+
+
+def whole_storage(t):
+    """Every element of ``t``'s storage as a 1-D tensor, gaps of a strided view included."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+
+
+def shares_storage(a, b):
+    """Whether two tensors live in the same (non-empty) storage."""
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    return sa.nbytes() > 0 and sb.nbytes() > 0 and sa.data_ptr() == sb.data_ptr()
+
+
+def small_case(x, method, seed, spec_steps=3):
+    """A one-request fixed-mode case with length ``x``: cheap enough to run thousands of
+    times for the statistical properties (valid for the eagle and legacy contracts)."""
+    width = spec_steps + 1
+    index = torch.full((1, width), -1, dtype=torch.int32)
+    index[0, 0] = 0
+    return EagleCase(
+        accept_index=TensorArg(index),
+        predict=TensorArg(torch.arange(7, 7 + width, dtype=torch.int32)),
+        num_correct_drafts=TensorArg(torch.tensor([-3], dtype=torch.int32)),
+        candidates=None,
+        target_predict=None,
+        bs=1,
+        spec_steps=spec_steps,
+        simulate_acc_len=x,
+        simulate_acc_method=method,
+        simulate_acc_token_mode="fixed",
+        seed=seed,
+    )
+
+
+def sampled_lengths(impl, device, x, method, runs, spec_steps=3):
+    """The lengths the implementation under test gives (entries of the index other than
+    -1) for ``small_case`` with seeds ``0..runs-1``."""
+    lengths = []
+    for seed in range(runs):
+        index = impl.run(small_case(x, method, seed, spec_steps), device).returned
+        lengths.append(int((index != -1).sum()))
+    return lengths
+
+
+def dkw_epsilon(runs, false_alarm):
+    """The Dvoretzky-Kiefer-Wolfowitz-Massart bound: for ``runs`` independent draws from any
+    distribution, P(sup_k |F_emp(k) - F(k)| > eps) <= 2 exp(-2 runs eps^2) = ``false_alarm``."""
+    return math.sqrt(math.log(2 / false_alarm) / (2 * runs))
+
+
+def largest_cdf_gap(lengths, probabilities):
+    """``(k, gap)``: the largest ``|F_emp(k) - F(k)|`` over ``k = 1..len(probabilities)``,
+    ``probabilities[k-1]`` being P(L = k)."""
+    runs = len(lengths)
+    worst, emp, cdf = (0, 0.0), 0, 0.0
+    for k, p in enumerate(probabilities, 1):
+        emp += lengths.count(k)
+        cdf += p
+        gap = abs(emp / runs - cdf)
+        if gap > worst[1]:
+            worst = (k, gap)
+    return worst

@@ -92,7 +92,7 @@ class _Case:
     def expected_length(self):
         """The ``L`` that the documented sampler draws from this case's seed."""
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
+            torch.default_generator.manual_seed(self.seed)
             return sample_simulated_acc_len(
                 self.simulate_acc_len, self.simulate_acc_method, self.max_len
             )

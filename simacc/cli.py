@@ -8,7 +8,7 @@ import sys
 
 import simacc
 
-SUBCOMMANDS = ()  # module names under simacc/, in the order --help lists them
+SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench")  # module names under simacc/, in the order --help lists them
 
 
 def build_parser():

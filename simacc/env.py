@@ -10,6 +10,7 @@ VARIABLES = {
     "SIMACC_TIMEOUT": "per-call time limit in seconds (as --simacc-timeout)",
     "SIMACC_XFAILS": "file of expected failures (as --xfails)",
     "SIMACC_REPRO_DIR": "where repro files are written (as --repro-dir)",
+    "SIMACC_REGRESSIONS": "folder of promoted regression cases (default properties/regressions)",
 }
 
 

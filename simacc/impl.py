@@ -92,36 +92,58 @@ class Implementation:
         )
 
 
+def _one_line(e):
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _on_path(folder):
+    """Make modules in ``folder`` importable the way running a script there would, without
+    shadowing installed packages (appended, not prepended)."""
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+
+
+def _import_file(spec, where):
+    path = Path(where).resolve()
+    if not path.is_file():
+        raise ImplError(f"IMPL {spec!r}: no such file {where}")
+    _on_path(path.parent)  # so the file can import the modules beside it
+    name = "simacc_impl_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module  # dataclasses, pickling and Triton look modules up by name
+    try:
+        loader_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as e:
+        del sys.modules[name]
+        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}") from e
+    return module, str(path)
+
+
+def _import_module(spec, where):
+    _on_path(Path.cwd())  # `simacc check mymod:fn` in mymod's folder works like `python -m`
+    try:
+        module = importlib.import_module(where)
+    except ModuleNotFoundError as e:
+        if e.name and (where == e.name or where.startswith(e.name + ".")):
+            raise ImplError(f"IMPL {spec!r}: module {e.name!r} not found") from e
+        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}") from e
+    except (Exception, SystemExit) as e:
+        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}") from e
+    return module, getattr(module, "__file__", "") or ""
+
+
 def _import_target(spec):
-    if spec.count(":") != 1:
+    where, colon, attr = spec.rpartition(":")
+    if not colon:
         raise ImplError(
             f"IMPL {spec!r} must be 'package.module:attribute' or 'path/to/file.py:attribute'"
         )
-    where, attr = spec.split(":")
     if not where or not attr:
         raise ImplError(f"IMPL {spec!r} has an empty module or attribute part")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(where).resolve()
-        if not path.is_file():
-            raise ImplError(f"IMPL {spec!r}: no such file {where}")
-        name = "simacc_impl_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-        loader_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module  # dataclasses and pickling look modules up by name
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as e:
-            del sys.modules[name]
-            raise ImplError(f"IMPL {spec!r}: importing {where} raised {type(e).__name__}: {e}") from e
-        source = str(path)
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ModuleNotFoundError as e:
-            raise ImplError(f"IMPL {spec!r}: module {e.name!r} not found") from e
-        except Exception as e:
-            raise ImplError(f"IMPL {spec!r}: importing {where} raised {type(e).__name__}: {e}") from e
-        source = getattr(module, "__file__", "") or ""
+    is_file = where.endswith(".py") or "/" in where or "\\" in where
+    module, source = (_import_file if is_file else _import_module)(spec, where)
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -129,9 +151,8 @@ def _import_target(spec):
         obj = getattr(obj, part)
     if not callable(obj):
         raise ImplError(f"IMPL {spec!r}: {attr!r} is a {type(obj).__name__}, not callable")
-    version = getattr(module, "__version__", "") or getattr(
-        sys.modules.get(where.split(".")[0]), "__version__", ""
-    )
+    package = None if is_file else sys.modules.get(where.split(".")[0])
+    version = getattr(module, "__version__", "") or getattr(package, "__version__", "")
     return obj, source, str(version)
 
 

@@ -1,21 +1,41 @@
 """Running the implementation under test on a case, safely, and recording what it did.
 
 This is the one place where the implementation is called. Whatever goes wrong inside it
-(an exception, a hang past the per-call time limit, an asynchronous CUDA error) becomes an
-:class:`ImplementationFailed` assertion, so a property fails with a clear message instead
-of the harness crashing or hanging. The last case run is remembered for the repro file.
+(an exception, an asynchronous CUDA error) becomes an :class:`ImplementationFailed`
+assertion, so a property fails with a clear message instead of the harness crashing.
+
+A call runs in a thread with a time limit. A call past it raises :class:`ImplementationHung`,
+which stops Hypothesis at once: shrinking would call the hanging implementation again and
+again, one time limit each. The stuck thread cannot be killed; it is left behind as a
+daemon. If it holds the GIL so that the test cannot even regain control, a watchdog
+(``faulthandler``) ends the process a little later, which xdist reports as a crashed
+worker: a failed property either way, never a hung run (issue #4).
+
+The last case run is remembered for the repro file.
 """
 
+import faulthandler
+import sys
 import threading
 from dataclasses import dataclass
 
 import torch
 
 DEFAULT_TIMEOUT = 30.0
+WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
 
 
 class ImplementationFailed(AssertionError):
-    """The implementation raised or hung where the contract wants a result."""
+    """The implementation raised where the contract wants a result."""
+
+
+class ImplementationHung(BaseException):
+    """The implementation did not return within the time limit.
+
+    A ``BaseException`` on purpose: Hypothesis treats an ``Exception`` as a failure to
+    shrink, which here would mean more hanging calls; this one it lets through at once, and
+    pytest still reports it as the property's failure.
+    """
 
 
 @dataclass
@@ -45,11 +65,11 @@ class Runner:
 
     def attempt(self, case, device):
         """Run ``case`` on ``device`` from its seed; never raises for the implementation's
-        own errors (they land in ``Outcome.error``), only for a hang."""
+        own errors (they land in ``Outcome.error``), only :class:`ImplementationHung`."""
         self.last = (case, device)
         args = case.args(device)
         before = {k: v.clone() for k, v in args.items() if isinstance(v, torch.Tensor)}
-        torch.manual_seed(case.seed)
+        torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
         result = {}
 
@@ -62,12 +82,19 @@ class Runner:
                 result["error"] = e
 
         thread = threading.Thread(target=target, daemon=True, name="simacc-call")
-        thread.start()
-        thread.join(self.timeout)
+        watchdog = sys.__stderr__ is not None  # faulthandler needs a real file to write to
+        if watchdog:
+            faulthandler.dump_traceback_later(self.timeout + WATCHDOG_GRACE, exit=True, file=sys.__stderr__)
+        try:
+            thread.start()
+            thread.join(self.timeout)
+        finally:
+            if watchdog:
+                faulthandler.cancel_dump_traceback_later()
         if thread.is_alive():
-            raise ImplementationFailed(
+            raise ImplementationHung(
                 f"{self.impl.spec} did not return within {self.timeout:g} s on {device} "
-                f"[{case.summary()}]"
+                f"(the per-call time limit) [{case.summary()}]"
             )
         return Outcome(
             returned=result.get("returned"),

@@ -9,10 +9,14 @@ cheap to import; torch and the implementation are loaded in the hooks.
 * ``@pytest.mark.contracts(...)`` says which contracts a property applies to; the others
   are skipped as *not applicable*, never silently passed.
 * ``device`` is a parameter (``cpu``, ``cuda``), never drawn: a case replays anywhere.
+* Each Hypothesis test's report carries ``("simacc_examples", n)`` in its
+  ``user_properties``: the examples Hypothesis ran to an outcome (see :func:`examples_run`).
+* ``--simacc-results PATH`` writes every test report as a JSON line: how ``simacc check``
+  (a separate process, with xdist workers) learns the results.
 """
 
 import argparse
-import os
+import json
 from pathlib import Path
 
 import pytest
@@ -40,6 +44,16 @@ def _positive_seconds(value):
     return seconds
 
 
+def _positive_int(value):
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value!r}")
+    return number
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("simacc", "simulated-acceptance conformance")
     group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
@@ -48,17 +62,20 @@ def pytest_addoption(parser):
     group.addoption("--simacc-timeout", default=None, type=_positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
     group.addoption("--xfails", default=None, help="file of property ids expected to fail, '#' comments (env SIMACC_XFAILS)")
     group.addoption("--repro-dir", default=None, help="folder for repro files of failing cases (default .simacc/failures; env SIMACC_REPRO_DIR)")
+    group.addoption("--max-examples", default=None, type=_positive_int, help="override the Hypothesis profile's max_examples")
+    group.addoption("--property", action="append", default=None, dest="simacc_properties", metavar="ID", help="run only this property id (repeatable; exact, without 'test_' and the device)")
+    group.addoption("--simacc-results", default=None, metavar="PATH", help="append every test report to PATH as a JSON line (how simacc check reads results)")
 
 
+@pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has loaded --hypothesis-profile
 def pytest_configure(config):
     config.pluginmanager.import_plugin("simacc.recording")
     config.addinivalue_line("markers", "contracts(*names): the contracts (eagle, legacy, dflash) a property applies to")
     opt = config.getoption
-    profile = env.get("PROFILE")
-    if profile and not opt("--hypothesis-profile", default=None):
-        from hypothesis import settings
-
-        settings.load_profile(profile)
+    _load_profile(opt("--hypothesis-profile", default=None) or env.get("PROFILE"), opt("--max-examples"))
+    results = opt("--simacc-results")
+    if results and not hasattr(config, "workerinput"):  # xdist forwards workers' reports here
+        config.pluginmanager.register(ResultsLog(results), "simacc-results")
     spec = opt("--impl") or env.get("IMPL")
     contract = opt("--contract") or env.get("CONTRACT")
     selected = None
@@ -84,9 +101,26 @@ def pytest_configure(config):
         selected=selected,
         devices=("cpu", "cuda") if device == "all" else (device,),
         timeout=timeout,
-        xfails=_read_xfails(opt("--xfails") or env.get("XFAILS")),
+        xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
     )
+
+
+def _load_profile(name, max_examples):
+    """Load the Hypothesis profile ``name`` (when given), then override its max_examples."""
+    from hypothesis import settings
+    from hypothesis.errors import InvalidArgument
+
+    if name:
+        try:
+            settings.load_profile(name)
+        except InvalidArgument:
+            raise pytest.UsageError(f"unknown Hypothesis profile {name!r}; registered: {', '.join(profiles.EXAMPLES)}") from None
+    if max_examples:
+        base = settings.get_current_profile_name()
+        derived = f"{base}-max-examples-{max_examples}"
+        settings.register_profile(derived, parent=settings.get_profile(base), max_examples=max_examples)
+        settings.load_profile(derived)
 
 
 class _State:
@@ -112,7 +146,7 @@ def state(config):
     return config.stash[_STATE]
 
 
-def _read_xfails(path):
+def read_xfails(path):
     """``{property id: line number}`` from an xfails file; ``#`` starts a comment."""
     if not path:
         return {}
@@ -152,8 +186,17 @@ def _contracts(item):
     return marker.args if marker else None
 
 
+def _base_id(item):
+    return property_id(item).split("[")[0]
+
+
 def pytest_collection_modifyitems(config, items):
     st = state(config)
+    wanted = config.getoption("simacc_properties")
+    if wanted:
+        chosen = [item for item in items if _base_id(item) in wanted]
+        config.hook.pytest_deselected(items=[item for item in items if _base_id(item) not in wanted])
+        items[:] = chosen
     unused = dict(st.xfails)
     for item in items:
         contracts = _contracts(item)
@@ -174,6 +217,97 @@ def pytest_collection_modifyitems(config, items):
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(f"--xfails line {line}: {entry!r} matches no property"), stacklevel=2
         )
+
+
+def examples_run(statistics):
+    """How many examples Hypothesis ran to an outcome (passed or failed) before shrinking:
+    the explicit, database-replay, generate and target phases. Shrink attempts and examples
+    rejected by filters or ``assume`` are not counted. A failing test counts up to its first
+    failure: Hypothesis finishes its batch of examples after that, which says nothing about
+    how soon the property caught the bug (issue #6)."""
+    phases = ("explicit", "reuse", "generate", "target")
+    count = 0
+    for phase in phases:
+        for case in statistics.get(f"{phase}-phase", {}).get("test-cases", ()):
+            count += case["status"] in ("valid", "interesting")
+            if case["status"] == "interesting":
+                return count
+    return count
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)  # innermost: Hypothesis's own wrapper sets a collector too
+def pytest_runtest_call(item):
+    from hypothesis import is_hypothesis_test
+    from hypothesis.statistics import collector
+
+    if not is_hypothesis_test(getattr(item, "obj", None)):
+        return (yield)
+    outer = collector.value
+    counts = []
+
+    def note(statistics):
+        counts.append(examples_run(statistics))
+        if outer is not None:
+            outer(statistics)
+
+    with collector.with_value(note):
+        try:
+            return (yield)
+        finally:
+            if counts:
+                item.user_properties.append(("simacc_examples", sum(counts)))
+
+
+class ResultsLog:
+    """Appends each test report (and collection errors and warnings) to a file as JSON
+    lines, flushed at once so a reader can show progress and keeps what came before a
+    crash."""
+
+    def __init__(self, path):
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at unconfigure
+
+    def _write(self, record):
+        self.file.write(json.dumps(record, default=str) + "\n")
+        self.file.flush()
+
+    def pytest_collection_finish(self, session):
+        if session.items:  # without xdist; with it the workers collect
+            self._write({"event": "collected", "nodeids": [item.nodeid for item in session.items]})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self._write({"event": "collected", "nodeids": list(ids)})
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._write({"event": "collect-error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)})
+
+    def pytest_runtest_logreport(self, report):
+        record = {
+            "event": "report",
+            "nodeid": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "duration": getattr(report, "duration", 0.0),
+            "user_properties": [list(p) for p in report.user_properties],
+        }
+        if hasattr(report, "wasxfail"):
+            record["wasxfail"] = report.wasxfail
+        if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
+            record["reason"] = report.longrepr[2].removeprefix("Skipped: ")
+        elif report.longrepr is not None:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            record["crash"] = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
+        self._write(record)
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
+        self._write({"event": "warning", "category": warning_message.category.__name__, "message": str(warning_message.message)})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self._write({"event": "finished", "exitstatus": int(exitstatus)})
+
+    def pytest_unconfigure(self, config):
+        self.file.close()
 
 
 @pytest.fixture

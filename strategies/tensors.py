@@ -31,16 +31,20 @@ def fill(shape, dtype, low, high, seed):
     return torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype)
 
 
-@st.composite
-def int_tensors(draw, shape, dtype, low, high, *, label):
+def int_tensors(shape, dtype, low, high, *, label):
     """A :class:`TensorArg` of seeded integers in ``[low, high)`` with a drawn layout.
 
-    Shrinks toward seed 0 and the contiguous layout.
+    ``shape`` is 1-D or 2-D. Shrinks toward seed 0 and the contiguous layout.
     """
     if high <= low:
         raise ValueError(f"{high=} <= {low=}")
+    return _int_tensors(tuple(shape), dtype, low, high, layouts(len(shape)), label)
+
+
+@st.composite
+def _int_tensors(draw, shape, dtype, low, high, layout_strategy, label):
     seed = draw(seeds(), label=f"{label}.seed")
-    layout = draw(layouts(len(shape)), label=f"{label}.layout")
+    layout = draw(layout_strategy, label=f"{label}.layout")
     return TensorArg(fill(shape, dtype, low, high, seed), layout)
 
 

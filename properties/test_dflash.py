@@ -1,0 +1,81 @@
+"""The DFLASH block layout (SPEC.md, "A second layout: DFLASH"): ``(bs, B)`` blocks, ``L``
+in ``[1, B]``, counts in ``accept_len``/``commit_lens``, tokens in ``out_tokens``/``bonus``.
+Unlike the EAGLE function there is no ``> 0`` check on the length."""
+
+import pytest
+import torch
+from hypothesis import given
+
+import strategies as sx
+from properties import support
+from simacc.assertions import check, check_equal
+
+pytestmark = pytest.mark.contracts("dflash")
+
+INPUTS = ("candidates", "target_predict", "next_token_logits")
+
+
+def target_tokens(case):
+    """``target_predict``, or the argmax of the logits viewed as ``(bs, B)`` without it."""
+    if case.target_predict is not None:
+        return case.target_predict.values
+    return case.next_token_logits.values.argmax(dim=1).reshape(case.candidates.values.shape)
+
+
+@given(case=sx.dflash_cases())
+def test_dflash_counts_are_length_minus_one_and_length(impl, device, case):
+    outcome = impl.run(case, device)
+    length = case.expected_length()
+    accept_len, commit_lens = outcome.args["accept_len"], outcome.args["commit_lens"]
+    check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), case)
+    check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), case)
+
+
+@given(case=sx.dflash_cases(modes=("fixed",)))
+def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(impl, device, case):
+    outcome = impl.run(case, device)
+    for name in ("bonus", "out_tokens"):
+        got = outcome.args[name]
+        check_equal(name, got, torch.full_like(got, support.FIXED_ID), case)
+
+
+@given(case=sx.dflash_cases(modes=("real-draft-token",)))
+def test_dflash_real_mode_tokens_are_drafts_then_bonus(impl, device, case):
+    outcome = impl.run(case, device)
+    length, (bs, block) = case.expected_length(), case.out_tokens.values.shape
+    accepted = support.drafts_then_bonus(case.candidates.values, target_tokens(case), length)
+    expected = torch.cat([accepted, torch.zeros((bs, block - length), dtype=torch.int64)], dim=1)
+    check_equal("out_tokens", outcome.args["out_tokens"].cpu(), expected, case)
+    check_equal("bonus", outcome.args["bonus"].cpu(), accepted[:, length - 1], case)
+
+
+@given(case=sx.dflash_cases())
+def test_dflash_inputs_are_never_written(impl, device, case):
+    outcome = impl.run(case, device)
+    for name in INPUTS:
+        if getattr(case, name) is None:
+            continue
+        got = outcome.args[name]
+        check_equal(name, got, outcome.before[name], case)
+        fresh = getattr(case, name).on(device)
+        check_equal(f"{name} storage", support.whole_storage(got), support.whole_storage(fresh), case)
+
+
+@given(case=sx.dflash_cases(min_bs=1))
+def test_dflash_length_matches_the_documented_draw(impl, device, case):
+    outcome = impl.run(case, device)
+    got = outcome.args["commit_lens"].long().cpu()
+    check_equal("L (commit_lens)", got, torch.full_like(got, case.expected_length()), case)
+    state, draws = support.state_after_documented_draws(case)
+    got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
+    want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
+    check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
+
+
+@given(case=sx.dflash_cases(methods=sx.bad_methods()))
+def test_dflash_rejects_unknown_method_before_writing(impl, device, case):
+    outcome = impl.attempt(case, device)
+    check(outcome.error is not None, "the call", f"returned {outcome.returned!r}", "an exception", case)
+    for name, before in outcome.before.items():
+        check_equal(f"{name} after the rejected call", outcome.args[name], before, case)
+    check(not outcome.draws_consumed, "CPU generator state after the rejected call", "advanced", "unchanged", case)

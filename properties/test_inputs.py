@@ -1,0 +1,40 @@
+"""What the call must not touch: its inputs, and through the result, nothing it was given
+(SPEC.md step 6)."""
+
+import pytest
+import torch
+from hypothesis import given
+
+from properties import support
+from simacc.assertions import check, check_equal
+
+pytestmark = pytest.mark.contracts("eagle", "legacy")
+
+INPUTS = ("accept_index", "candidates", "target_predict")
+
+
+@given(case=support.eagle_cases())
+def test_inputs_are_never_written(impl, device, case):
+    outcome = impl.run(case, device)
+    for name in INPUTS:
+        if getattr(case, name) is None:
+            continue
+        got = outcome.args[name]
+        check_equal(name, got, outcome.before[name], case)
+        # the gaps of a non-contiguous buffer too: a write through wrong strides lands there
+        fresh = getattr(case, name).on(device)
+        check_equal(f"{name} storage", support.whole_storage(got), support.whole_storage(fresh), case)
+
+
+@given(case=support.eagle_cases())
+def test_result_aliases_no_input(impl, device, case):
+    outcome = impl.run(case, device)
+    returned = outcome.returned
+    check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
+    args = {name: arg for name, arg in outcome.args.items() if isinstance(arg, torch.Tensor)}
+    for name, arg in args.items():
+        check(not support.shares_storage(returned, arg), "index shares storage with", name, "nothing", case)
+    after = {name: arg.clone() for name, arg in args.items()}
+    returned.add_(1)
+    for name, snapshot in after.items():
+        check_equal(f"{name} after writing into the index", args[name], snapshot, case)

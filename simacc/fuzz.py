@@ -1,0 +1,149 @@
+"""``simacc fuzz``: keep exploring with the ``thorough`` profile until the time is up (issue #5).
+
+A plain loop rather than HypoFuzz: each round is one pytest run over the property modules
+(in a shuffled order, so a short budget does not always spend itself on the first module)
+with a fresh ``--hypothesis-seed``; the recording hooks write a repro file for every
+failure, and the loop keeps one file per distinct failure (property, device and case hash,
+the prefix of the file name) and deletes later duplicates. When the time is up, or on
+Ctrl-C (or SIGTERM), the running round is interrupted like a Ctrl-C in pytest and the
+files written so far stay. No extra dependency, and the same hooks and files as the normal suite.
+"""
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from simacc import env
+
+STOP_GRACE_S = 20  # how long an interrupted round may take to stop before it is killed
+POLL_S = 2  # how often a running round's new repro files are looked at
+PYTEST_DONE = (0, 1)  # all passed, some failed; anything else (usage error, nothing collected) stops
+
+
+def _minutes(value):
+    import argparse
+
+    try:
+        minutes = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes, got {value!r}") from None
+    if not minutes > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value!r}")
+    return minutes
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "fuzz",
+        help="explore with the thorough profile until the time is up, writing a repro file per distinct failure",
+        description="Run the properties over and over with the thorough Hypothesis profile and "
+        "fresh seeds until --minutes have passed (or Ctrl-C). Exit 1 if any failure was found.",
+    )
+    p.add_argument("impl", nargs="?", default=None, metavar="IMPL", help="implementation under test (default: the references)")
+    p.add_argument("--minutes", type=_minutes, required=True, help="how long to fuzz (fractions allowed)")
+    p.add_argument("--device", default=None, choices=("cpu", "cuda", "all"), help="device(s) to run on (default all)")
+    p.add_argument("--repro-dir", default=env.get("REPRO_DIR", ".simacc/failures"), help="where repro files go (default .simacc/failures; env SIMACC_REPRO_DIR)")
+    p.add_argument("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract")
+    p.add_argument("-k", dest="select", default=None, metavar="EXPR", help="only properties matching this pytest -k expression")
+    p.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers per round (default: none)")
+    p.set_defaults(run=run)
+
+
+def _round_command(args, seed):
+    import properties
+
+    modules = sorted(Path(properties.__file__).parent.glob("test_*.py"))
+    random.Random(seed).shuffle(modules)
+    command = [sys.executable, "-m", "pytest", "-p", "simacc.plugin", "-p", "no:cacheprovider",
+               "-q", "--tb=no", "--no-header", "-rN",
+               "--hypothesis-profile", "thorough", f"--hypothesis-seed={seed}",
+               "--repro-dir", args.repro_dir, *map(str, modules)]
+    for flag, value in (("--impl", args.impl), ("--device", args.device), ("--contract", args.contract),
+                        ("-k", args.select), ("-n", args.workers)):
+        if value:
+            command += [flag, value]
+    return command
+
+
+def _keep_distinct(directory, seen, found):
+    """Delete repro files that repeat a failure already in ``seen``; add new ones to ``found``."""
+    for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
+        key = path.stem.rsplit("-", 1)[0]
+        if path in seen.values():
+            continue
+        if key in seen:
+            path.unlink(missing_ok=True)
+            continue
+        seen[key] = path
+        found.append(path)
+        print(f"new failure: {key} -> {path}", flush=True)
+
+
+def _stop(proc):
+    """Interrupt a round the way Ctrl-C would, then kill it if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run(args):
+    if args.impl:  # a bad IMPL is a usage error, said once, before any round starts
+        from simacc import impl
+
+        try:
+            impl.load(args.impl, args.contract)
+        except impl.ImplError as e:
+            print(f"simacc fuzz: {e}", file=sys.stderr)
+            return 2
+    directory = Path(args.repro_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    seen = {p.stem.rsplit("-", 1)[0]: p for p in directory.glob("*.json")}  # earlier finds count
+    found = []
+    start = time.monotonic()
+    deadline = start + args.minutes * 60
+    rounds = 0
+    stopped_by = "time is up"
+    proc = None
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a CI time limit stops it like Ctrl-C
+    try:
+        while time.monotonic() < deadline:
+            rounds += 1
+            seed = random.SystemRandom().getrandbits(32)
+            left = deadline - time.monotonic()
+            print(f"round {rounds}: seed {seed}, {left:.0f} s left, {len(found)} distinct failure(s) so far", flush=True)
+            # its own session: a Ctrl-C reaches the round only through _stop, exactly once
+            proc = subprocess.Popen(_round_command(args, seed), start_new_session=True)
+            while proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    proc.wait(min(POLL_S, max(deadline - time.monotonic(), 0.01)))
+                except subprocess.TimeoutExpired:
+                    _keep_distinct(directory, seen, found)  # report finds as they come
+            finished = proc.poll() is not None
+            _stop(proc)
+            _keep_distinct(directory, seen, found)
+            if finished and proc.returncode not in PYTEST_DONE:
+                print(f"round {rounds}: pytest exited with code {proc.returncode} (see above); stopping", flush=True)
+                return 2
+    except KeyboardInterrupt:
+        stopped_by = "interrupted"
+        if proc is not None:
+            _stop(proc)
+        _keep_distinct(directory, seen, found)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"{stopped_by} after {time.monotonic() - start:.0f} s and {rounds} round(s): "
+          f"{len(found)} distinct new failure(s)" + "".join(f"\n  {p}" for p in found), flush=True)
+    if found:
+        print(f"replay one with: simacc repro {found[0]}", flush=True)
+    return 1 if found else 0

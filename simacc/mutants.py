@@ -1,0 +1,262 @@
+"""``simacc mutants``: run the property suite against every implementation of the zoo
+(issue #6) and print which properties killed each mutant.
+
+Every entry goes through :func:`simacc.check.run_check` (one pytest child per entry and
+seed, several at a time), on the CPU; an entry whose mistake only shows on CUDA is checked
+on every device where CUDA exists and reported *not run* elsewhere. A mutant is *killed*
+when some property fails in every seed, else it *SURVIVED*; a correct implementation is
+*accepted* when nothing fails in any seed, else *REJECTED* (a false alarm). Exit 1 if any
+mutant survives or any correct implementation is rejected.
+
+Seeds: under a derandomized profile (``ci``, which ``CI=true`` loads) one run per entry,
+the same examples every time. Otherwise every run forces a seed (``1..N``), and
+``--seeds N`` > 1 under ``ci`` switches to the random ``default`` profile. Hypothesis skips
+its example database under a forced seed, so a failure found for one mutant is never
+replayed for the next and examples-to-failure counts are honest.
+"""
+
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+from simacc import verdict as verdicts
+
+SCHEMA = "simacc.mutants/1"
+KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
+DEFAULT_WORKERS = 2
+
+
+@dataclass
+class Run:
+    """One check of one entry under one seed: the property ids that failed and, for the
+    property that failed soonest, its examples to the failure and its shrunk case."""
+
+    seed: int | None
+    failed: list
+    examples: int | None
+    case: str | None
+    seconds: float
+
+
+@dataclass
+class Row:
+    name: str
+    spec: str
+    contract: str
+    kind: str
+    bug: str
+    expected: list
+    verdict: str
+    killed_by: list = field(default_factory=list)
+    missed: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+
+    @property
+    def median_examples(self):
+        counts = [r.examples for r in self.runs if r.examples is not None]
+        return statistics.median(counts) if counts else None
+
+    @property
+    def shrunk(self):
+        """The size of the first run's smallest counterexample: ``bs`` and ``W`` (or ``B``)."""
+        case = next((r.case for r in self.runs if r.case), None)
+        return case_size(case) if case else ""
+
+
+@dataclass
+class Zoo:
+    header: dict
+    rows: list
+
+    @property
+    def exit_code(self):
+        return 1 if any(r.verdict in (SURVIVED, REJECTED) for r in self.rows) else 0
+
+    def to_json(self):
+        return {
+            "schema": SCHEMA,
+            "exit_code": self.exit_code,
+            "header": self.header,
+            "rows": [
+                {**asdict(r), "median_examples": r.median_examples, "shrunk": r.shrunk} for r in self.rows
+            ],
+        }
+
+
+def case_size(summary):
+    """``"bs=1 W=2"`` from an EagleCase summary, ``"bs=1 B=2"`` from a DflashCase one."""
+    bs = re.search(r"\bbs=(\d+)", summary)
+    steps = re.search(r"\bspec_steps=(\d+)", summary)
+    if bs and steps:
+        return f"bs={bs[1]} W={int(steps[1]) + 1}"
+    block = re.search(r"out_tokens=Tensor\[size=\((\d+), (\d+)\)", summary)
+    return f"bs={block[1]} B={block[2]}" if block else ""
+
+
+def _device(entry, device):
+    import torch
+
+    if entry.needs_cuda:
+        return "all" if torch.cuda.is_available() else None
+    return device
+
+
+def check_entry(entry, *, seed, profile, max_examples, device, expected_only, repro_dir):
+    """One :class:`Run` of ``entry`` (a :class:`simacc.zoo.Entry`) through the check runner."""
+    from simacc.check import run_check
+
+    select = list(entry.killers) if expected_only and not entry.correct else None
+    start = time.perf_counter()
+    result = run_check(
+        entry.spec, device=device, profile=profile, max_examples=max_examples, seed=seed,
+        workers=0, quiet=True, select=select, repro_dir=repro_dir,
+    )
+    failures = [r for r in result.results if r.status in (verdicts.FAIL, verdicts.XPASS)]
+    failed = sorted({r.id.split("[")[0] for r in failures})
+    first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
+    return Run(
+        seed=seed,
+        failed=failed,
+        examples=first.examples if first else None,
+        case=first.case if first else None,
+        seconds=round(time.perf_counter() - start, 2),
+    )
+
+
+def judge(entry, contract, runs):
+    """The :class:`Row` of an entry from its runs (``None``: not run here)."""
+    row = Row(entry.name, entry.spec, contract, entry.kind, entry.bug, list(entry.killers), NOT_RUN)
+    if runs is None:
+        return row
+    row.runs = runs
+    row.killed_by = sorted({pid for r in runs for pid in r.failed})
+    if entry.correct:
+        row.verdict = REJECTED if row.killed_by else ACCEPTED
+    else:
+        row.verdict = KILLED if all(r.failed for r in runs) else SURVIVED
+        row.missed = [pid for pid in entry.killers if not all(pid in r.failed for r in runs)]
+    return row
+
+
+def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, device="cpu",
+            expected_only=False, profile=None, progress=True):
+    """Check every entry under every seed, ``workers`` checks at a time; a :class:`Zoo`."""
+    import torch
+    from hypothesis import settings
+
+    from simacc import impl, profiles
+    from simacc.check import UsageError
+
+    profile = profile or settings.get_current_profile_name()
+    if profile not in profiles.EXAMPLES:
+        raise UsageError(f"unknown Hypothesis profile {profile!r}; registered: {', '.join(profiles.EXAMPLES)}")
+    if seeds > 1 and settings.get_profile(profile).derandomize:
+        profile = "default"
+    seed_list = [None] if settings.get_profile(profile).derandomize else list(range(1, seeds + 1))
+    jobs = [(e, s) for e in entries for s in seed_list if _device(e, device) is not None]
+    done, finished = {}, []
+    with tempfile.TemporaryDirectory(prefix="simacc-mutants-") as repro_dir:
+
+        def one(job):
+            entry, seed = job
+            run = check_entry(entry, seed=seed, profile=profile, max_examples=max_examples,
+                              device=_device(entry, device), expected_only=expected_only, repro_dir=repro_dir)
+            finished.append(run)
+            if progress:
+                outcome = ("failed " + ", ".join(run.failed)) if run.failed else "nothing failed"
+                print(f"[{len(finished)}/{len(jobs)}] {entry.name} (seed {seed}): {outcome} ({run.seconds:.1f} s)",
+                      file=sys.stderr, flush=True)
+            done.setdefault(entry.name, []).append(run)
+            return run
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            list(pool.map(one, jobs))
+        wall = time.perf_counter() - start
+    rows = [judge(e, impl.load(e.spec).contract, done.get(e.name)) for e in entries]
+    header = dict(
+        seeds=seed_list, profile=profile, max_examples=max_examples, device=device,
+        expected_only=expected_only, workers=workers, wall_s=round(wall, 1),
+        cuda_available=torch.cuda.is_available(), torch=torch.__version__,
+    )
+    return Zoo(header, rows)
+
+
+def render(zoo):
+    """The kill table, then notes on expected killers that missed, then a summary."""
+    rows = zoo.rows
+    name_w = max(len("implementation"), *(len(r.name) for r in rows))
+    lines = [f"{'implementation':<{name_w}}  {'contract':<8}  {'verdict':<8}  {'examples':>8}  "
+             f"{'shrunk':<10}  bug / killed by"]
+    for r in rows:
+        examples = "-" if r.median_examples is None else f"{r.median_examples:g}"
+        lines.append(f"{r.name:<{name_w}}  {r.contract:<8}  {r.verdict:<8}  {examples:>8}  {r.shrunk:<10}  {r.bug}")
+        if r.killed_by:
+            label = "FAILED" if r.verdict == REJECTED else "killed by"
+            lines.append(f"{'':<{name_w + 44}}{label}: {', '.join(r.killed_by)}")
+    notes = [f"note: {r.name}: expected killer(s) {', '.join(r.missed)} did not fail in every seed"
+             for r in rows if r.missed and r.verdict == KILLED]
+    counts = {v: sum(r.verdict == v for r in rows) for v in (KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN)}
+    h = zoo.header
+    seeds = "derandomized" if h["seeds"] == [None] else f"seeds {h['seeds'][0]}..{h['seeds'][-1]}"
+    summary = (f"{counts[KILLED]} killed, {counts[SURVIVED]} survived, {counts[ACCEPTED]} accepted, "
+               f"{counts[REJECTED]} rejected, {counts[NOT_RUN]} not run (need CUDA); profile {h['profile']}, "
+               f"{seeds}, {'expected killers only' if h['expected_only'] else 'full suite'}, "
+               f"{h['wall_s']:g} s (exit {zoo.exit_code})")
+    return "\n".join([*lines, *notes, "", summary])
+
+
+def register(subparsers):
+    from simacc.check import _workers
+    from simacc.plugin import _positive_int
+
+    p = subparsers.add_parser(
+        "mutants",
+        help="run the suite against the mutant zoo and the correct alternatives",
+        description="Check every mutant (one realistic mistake each) and every correct alternative "
+        "implementation of simacc.zoo with the property suite. Exit 0 when every mutant is killed and "
+        "every correct implementation accepted, 1 otherwise, 2 on a usage error.",
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
+    p.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
+                   help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
+    p.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per property (default: the profile's)")
+    p.add_argument("-n", dest="workers", type=_workers, default=str(DEFAULT_WORKERS), metavar="WORKERS",
+                   help=f"checks run at a time, each in its own pytest process (default {DEFAULT_WORKERS})")
+    p.add_argument("--hypothesis-profile", dest="profile", metavar="P",
+                   help="Hypothesis profile (default: the current one, or 'default' with --seeds > 1)")
+    p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cpu",
+                   help="devices for the entries whose mistake shows anywhere (default cpu)")
+    p.add_argument("--expected-only", action="store_true",
+                   help="run each mutant only through the properties expected to kill it (fast; CI's choice)")
+    p.add_argument("--only", action="append", metavar="NAME", help="check only this entry (repeatable)")
+    p.set_defaults(run=run)
+
+
+def run(args):
+    from simacc import zoo as zoo_module
+    from simacc.check import CheckError, UsageError, write_json
+
+    entries = list(zoo_module.ENTRIES.values())
+    if args.only:
+        unknown = sorted(set(args.only) - set(zoo_module.ENTRIES))
+        if unknown:
+            print(f"simacc mutants: error: no zoo entry named {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        entries = [e for e in entries if e.name in args.only]
+    workers = os.cpu_count() if args.workers == "auto" else max(1, int(args.workers))
+    try:
+        result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
+                         device=args.device, expected_only=args.expected_only, profile=args.profile)
+    except (UsageError, CheckError) as e:
+        print(f"simacc mutants: error: {e}", file=sys.stderr)
+        return 2
+    print(render(result))
+    if args.json:
+        write_json(result, args.json)
+    return result.exit_code

@@ -1,0 +1,171 @@
+"""Mutants of ``apply_dflash_simulated_acceptance`` (the DFLASH block layout): one mistake each.
+
+The correct steps are :func:`_target` (a missing ``target_predict`` is the logits' argmax,
+before the draw), :func:`_sample` (no ``> 0`` check in this contract), :func:`_counts` and
+:func:`_write_real`; each mutant writes one of them wrong.
+"""
+
+import torch
+
+from simacc.sampling import sample_simulated_acc_len
+from simacc.zoo.base import FIXED, REAL, register
+
+
+def _target(target_predict, next_token_logits, out_tokens, mode):
+    if mode == REAL and target_predict is None:
+        return torch.argmax(next_token_logits, dim=-1).reshape(out_tokens.shape)
+    return target_predict
+
+
+def _sample(x, method, out_tokens):
+    return sample_simulated_acc_len(x, method, out_tokens.shape[1])
+
+
+def _counts(accept_len, commit_lens, length):
+    accept_len.fill_(length - 1)
+    commit_lens.fill_(length)
+
+
+def _write_real(out_tokens, bonus, candidates, target_predict, length):
+    out_tokens.zero_()
+    out_tokens[:, : length - 1] = candidates[:, 1:length]
+    bonus.copy_(target_predict[:, length - 1])
+    out_tokens[:, length - 1] = bonus
+
+
+def _write(out_tokens, bonus, candidates, target_predict, length, mode):
+    if mode == REAL:
+        _write_real(out_tokens, bonus, candidates, target_predict, length)
+    else:
+        bonus.fill_(FIXED)
+        out_tokens.fill_(FIXED)
+
+
+@register("tokens", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_keeps_stale_tokens(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                              simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Real mode does not zero out_tokens, so the columns past L keep their old values."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    if simulate_acc_token_mode != REAL:
+        return _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+    out_tokens[:, : length - 1] = candidates[:, 1:length]
+    bonus.copy_(target[:, length - 1])
+    out_tokens[:, length - 1] = bonus
+
+
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_writes_the_stale_bonus(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Copies bonus into out_tokens[:, L-1] before bonus is set, so the old bonus is written."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    if simulate_acc_token_mode != REAL:
+        return _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+    out_tokens.zero_()
+    out_tokens[:, : length - 1] = candidates[:, 1:length]
+    out_tokens[:, length - 1] = bonus
+    bonus.copy_(target[:, length - 1])
+
+
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_argmax_over_the_block(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Takes the missing target's argmax over the block axis of (bs, B, V) logits, not the vocabulary."""
+    target = target_predict
+    if simulate_acc_token_mode == REAL and target is None:
+        blocks = next_token_logits.reshape(*out_tokens.shape, -1)
+        target = torch.argmax(blocks, dim=1)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("num_correct_drafts", "dflash_counts_are_length_minus_one_and_length")
+def dflash_counts_swapped(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                          simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Writes accept_len = L and commit_lens = L - 1 (the two counts swapped)."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(commit_lens, accept_len, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("fixed id", "dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id")
+def dflash_fixed_mode_keeps_the_bonus(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Fixed mode fills out_tokens with the fixed id but leaves bonus as it was."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    if simulate_acc_token_mode == REAL:
+        _write_real(out_tokens, bonus, candidates, target, length)
+    else:
+        out_tokens.fill_(FIXED)
+
+
+@register("inputs", "dflash_inputs_are_never_written")
+def dflash_zeroes_a_view_of_candidates(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                       simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Zeroes the rejected drafts in candidates[:, 1:] (a view, so candidates is written), then copies."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    if simulate_acc_token_mode != REAL:
+        return _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+    drafts = candidates[:, 1:]
+    drafts[:, length - 1 :] = 0
+    out_tokens.zero_()
+    out_tokens[:, :-1] = drafts
+    bonus.copy_(target[:, length - 1])
+    out_tokens[:, length - 1] = bonus
+
+
+@register("checks", "dflash_length_matches_the_documented_draw", "dflash_counts_are_length_minus_one_and_length")
+def dflash_rejects_nonpositive_lengths(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                       simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Adds the EAGLE `simulate_acc_len > 0` check, which this contract does not have."""
+    if not simulate_acc_len > 0:
+        raise ValueError(f"simulate_acc_len must be > 0, got {simulate_acc_len}")
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("sampling bounds", "dflash_length_matches_the_documented_draw", "dflash_counts_are_length_minus_one_and_length")
+def dflash_max_len_one_short(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                             simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Samples with max_len = B - 1, as if the block counted a root like EAGLE's D."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, out_tokens.shape[1] - 1)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("checks", "dflash_rejects_unknown_method_before_writing")
+def dflash_fills_before_sampling(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Fixed mode fills out_tokens before the draw, so an unknown method leaves it half-written."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    if simulate_acc_token_mode != REAL:
+        out_tokens.fill_(FIXED)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("generator", "dflash_cuda_matches_cpu_byte_for_byte", needs_cuda=True)
+def dflash_multinomial_draws_on_the_device(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                           simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """multinomial draws its Gaussian on out_tokens' device: CUDA's generator, not the CPU's."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    if simulate_acc_method == "multinomial":
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device=out_tokens.device)
+        length = int(torch.round(torch.clamp(draw, 1, out_tokens.shape[1])).item())
+    else:
+        length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)

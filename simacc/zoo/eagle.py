@@ -1,0 +1,372 @@
+"""Mutants of ``generate_simulated_accept_index`` (the EAGLE contract): one mistake each.
+
+Each function has the contract's signature; its docstring's first line names its bug and
+the ``register`` decorator says which kind of bug it is and which properties should reject
+it. Everything else is the correct step from :mod:`simacc.zoo.base`.
+"""
+
+import torch
+
+from simacc.sampling import sample_simulated_acc_len
+from simacc.zoo import base
+from simacc.zoo.base import REAL, register
+
+# -- index construction -------------------------------------------------------------------
+
+
+@register("index", "index_rows_are_root_plus_range_then_minus_one")
+def roots_at_i_times_width(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Assumes the roots sit at i*W (a chain's layout) instead of reading accept_index[:, 0]."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    roots = torch.arange(bs, device=accept_index.device) * width
+    out = base.index(roots, length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("index", "index_rows_are_root_plus_range_then_minus_one")
+def roots_at_i_times_d(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                       bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Assumes the roots sit at i*D with D = len(predict) // bs (sglang's layout)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    roots = torch.arange(bs, device=accept_index.device) * (predict.shape[0] // max(bs, 1))
+    out = base.index(roots, length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("index", "index_rows_are_root_plus_range_then_minus_one")
+def index_one_slot_too_long(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                            bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Off by one: the index holds root + 0..L (L+1 slots) when L < W."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    cols = torch.arange(width, dtype=torch.int32, device=accept_index.device)
+    out = torch.where(cols <= length, accept_index[:, :1].to(torch.int32) + cols, -1).to(torch.int32)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("index", "index_rows_are_root_plus_range_then_minus_one")
+def pads_with_zero(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Pads the rejected columns with 0 (a zeros() buffer) instead of -1."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = torch.zeros((bs, width), dtype=torch.int32, device=accept_index.device)
+    out[:, :length] = accept_index[:, :1] + torch.arange(length, dtype=torch.int32, device=accept_index.device)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("dtype", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width")
+def index_in_int64(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Returns the index as int64 (torch.arange's default dtype) instead of int32."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    cols = torch.arange(width, device=accept_index.device)
+    out = torch.where(cols < length, accept_index[:, :1] + cols, -1)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("device", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width", "cuda_matches_cpu_byte_for_byte", needs_cuda=True)
+def index_on_cpu_always(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                        bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Builds the index on the CPU whatever device accept_index is on."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0].cpu(), length, width)
+    base.finish(out.to(accept_index.device), length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+    return out
+
+
+# -- layout and stride assumptions --------------------------------------------------------
+
+
+@register("layout", "index_rows_are_root_plus_range_then_minus_one")
+def roots_read_through_raw_strides(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Reads the roots as if accept_index were row-major contiguous (ignores its strides)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    roots = torch.as_strided(accept_index, (bs,), (width,))
+    out = base.index(roots, length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("layout", "index_rows_are_root_plus_range_then_minus_one", "num_correct_drafts_is_length_minus_one")
+def roots_through_view(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                       bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Takes the roots with accept_index.view(-1)[::W], which raises on a non-contiguous index."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index.view(-1)[::width], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("layout", "fixed_mode_fills_predict_with_the_fixed_id", "real_mode_writes_drafts_then_bonus_at_accepted_slots")
+def writes_a_contiguous_copy(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                             bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes predict.contiguous(), a copy when predict is strided, so the writes are lost."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict.contiguous(), num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+# -- accepted-token writes and the bonus ----------------------------------------------------
+
+
+@register("tokens", "real_mode_writes_drafts_then_bonus_at_accepted_slots", "real_mode_equals_greedy_verification")
+def drafts_shifted_by_one(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes candidates[:, 0:L-1] (the root token first) instead of the drafts candidates[:, 1:L]."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+        return out
+    tokens = torch.cat([candidates[:, : length - 1], target_predict[:, length - 1 : length]], 1)
+    predict[out[:, :length].long().reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    return out
+
+
+@register("tokens", "real_mode_writes_drafts_then_bonus_at_accepted_slots", "real_mode_leaves_other_predict_slots_unchanged")
+def tokens_at_i_times_width(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                            bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes the tokens at slots i*W + j instead of the index's slots (right index, wrong slots)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    slots = base.index(torch.arange(bs, device=accept_index.device) * width, length, width)
+    base.finish(slots, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+    return out
+
+
+@register("tokens", "real_mode_leaves_other_predict_slots_unchanged")
+def real_mode_fills_fixed_first(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Real mode still fills predict with 100 before writing the accepted slots."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    predict.fill_(base.FIXED)
+    if simulate_acc_token_mode == REAL:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+    return out
+
+
+@register("bonus", "real_mode_writes_drafts_then_bonus_at_accepted_slots")
+def no_bonus_at_length_one(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Guards the real-mode write with `if L > 1`, so the bonus is never written at L == 1."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+    elif length > 1:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+    return out
+
+
+@register("bonus", "real_mode_writes_drafts_then_bonus_at_accepted_slots", "real_mode_equals_greedy_verification")
+def bonus_from_column_l(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                        bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Takes the bonus from target_predict[:, L] (one column late; out of range at L == D)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+        return out
+    tokens = torch.cat([candidates[:, 1:length], target_predict[:, length : length + 1]], 1)
+    predict[out[:, :length].long().reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    return out
+
+
+@register("bonus", "real_mode_writes_drafts_then_bonus_at_accepted_slots", "real_mode_equals_greedy_verification")
+def bonus_from_the_drafts(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes the draft candidates[:, L-1] at the last accepted slot instead of the target's bonus."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, candidates, simulate_acc_token_mode)
+
+
+@register("dtype", "real_mode_writes_drafts_then_bonus_at_accepted_slots")
+def tokens_written_as_int64(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                            bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes int64 tokens into the int32 predict without a cast (index_put_ raises)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+        return out
+    tokens = torch.cat([candidates[:, 1:length].long(), target_predict[:, length - 1 : length]], 1)
+    predict[out[:, :length].long().reshape(-1)] = tokens.reshape(-1)
+    return out
+
+
+# -- the fixed id and num_correct_drafts ----------------------------------------------------
+
+
+@register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
+def fixed_id_101(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Fills predict with 101 in fixed mode instead of 100."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode == REAL:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+    else:
+        predict.fill_(101)
+    return out
+
+
+@register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
+def fixed_id_only_at_accepted_slots(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                    bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Fixed mode writes 100 only at the accepted slots instead of all of predict."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode == REAL:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+    else:
+        predict[out[:, :length].long().reshape(-1)] = base.FIXED
+    return out
+
+
+@register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
+def fixed_mode_reads_candidates(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Gathers the draft tokens before branching on the mode, so fixed mode fails on candidates=None."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    drafts = candidates[:, 1:length]
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+        return out
+    tokens = torch.cat([drafts, target_predict[:, length - 1 : length]], 1)
+    predict[out[:, :length].long().reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    return out
+
+
+@register("num_correct_drafts", "num_correct_drafts_is_length_minus_one")
+def counts_include_the_bonus(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                             bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Sets num_correct_drafts to L (counting the bonus) instead of L - 1."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+    num_correct_drafts.fill_(length)
+    return out
+
+
+@register("num_correct_drafts", "num_correct_drafts_is_length_minus_one")
+def counts_only_the_first_row(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                              bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Writes num_correct_drafts[0] only, leaving the other rows stale."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    scratch = num_correct_drafts.clone()
+    base.finish(out, length, predict, scratch, candidates, target_predict, simulate_acc_token_mode)
+    num_correct_drafts[:1] = scratch[:1]
+    return out
+
+
+# -- writing or aliasing the inputs ---------------------------------------------------------
+
+
+@register("inputs", "inputs_are_never_written")
+def writes_accept_index_prefix(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                               bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Also writes the accepted range into accept_index[:, :L], as greedy verification does."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    accept_index[:, :length] = out[:, :length]
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("inputs", "inputs_are_never_written", "result_aliases_no_input")
+def index_built_in_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Builds the index in accept_index.to(torch.int32), which is accept_index itself."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = accept_index.to(torch.int32)
+    out.copy_(base.index(accept_index[:, 0], length, width))
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("inputs", "result_aliases_no_input")
+def empty_batch_returns_the_input(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Shortcuts bs == 0 by returning accept_index itself (right shape, but an alias)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    if bs == 0:
+        return accept_index
+    out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("inputs", "inputs_are_never_written")
+def bonus_written_into_candidates(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Assembles drafts + bonus in a slice of candidates, overwriting candidates[:, L]."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+        return out
+    tokens = candidates[:, 1 : length + 1]
+    tokens[:, length - 1] = target_predict[:, length - 1]
+    predict[out[:, :length].long().reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    return out
+
+
+# -- argument checks ------------------------------------------------------------------------
+
+
+@register("checks", "rejects_nonpositive_or_nan_length_before_writing")
+def no_length_check(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                    bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Drops the `simulate_acc_len > 0` assertion, so 0, negatives and NaN go through."""
+    width = spec_steps + 1
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("checks", "rejects_unknown_method_before_writing")
+def writes_before_sampling(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Fills predict in fixed mode before sampling, so an unknown method leaves it half-written."""
+    width = spec_steps + 1
+    if not simulate_acc_len > 0:
+        raise ValueError(f"simulate_acc_len must be > 0, got {simulate_acc_len}")
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(base.FIXED)
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)

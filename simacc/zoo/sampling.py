@@ -1,0 +1,176 @@
+"""Mutants of ``generate_simulated_accept_index`` whose one mistake is in drawing ``L``.
+
+Bounds (the wrong ``max_len``), distribution (a different law for ``L``) and the generator
+(the right law from different draws: the length no longer matches what a seeded upstream
+run, or another tensor-parallel rank, would draw). Everything after the draw is
+:func:`simacc.zoo.base.simulate`.
+"""
+
+import math
+import random
+
+import torch
+
+from simacc.sampling import sample_simulated_acc_len
+from simacc.zoo import base
+from simacc.zoo.base import register
+
+
+def _clamped(x, width):
+    """``match-expected``'s ``x'``, ``lo``, ``hi`` and weight of ``hi``, as SPEC.md says."""
+    x = max(1.0, min(width, x))
+    lo = math.floor(x)
+    return lo, (lo + 1 if lo < width else lo), float(x - lo)
+
+
+# -- bounds ---------------------------------------------------------------------------------
+
+
+@register("sampling bounds", "length_matches_the_documented_draw", "multinomial_matches_the_rounded_clamped_gaussian")
+def clamps_to_spec_steps(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                         bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Samples with max_len = spec_steps instead of spec_steps + 1 (full acceptance impossible)."""
+    length = base.sample(simulate_acc_len, simulate_acc_method, spec_steps)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1, simulate_acc_token_mode)
+
+
+@register("sampling bounds", "length_is_within_one_and_width", "num_correct_drafts_is_length_minus_one")
+def max_len_one_past_width(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Samples with max_len = W + 1 (counting the bonus twice), so L can exceed the width."""
+    length = base.sample(simulate_acc_len, simulate_acc_method, spec_steps + 2)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1, simulate_acc_token_mode)
+
+
+# -- distribution -----------------------------------------------------------------------------
+
+
+@register("sampling distribution", "length_matches_the_documented_draw", "match_expected_has_the_documented_mean_and_support")
+def match_expected_floors(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """match-expected returns floor(x) without a draw instead of rounding stochastically."""
+    width = spec_steps + 1
+    if simulate_acc_method == "match-expected":
+        base.check_length(simulate_acc_len)
+        length = _clamped(simulate_acc_len, width)[0]
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("sampling distribution", "length_matches_the_documented_draw", "match_expected_has_the_documented_mean_and_support")
+def match_expected_swaps_the_weights(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                     bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """match-expected draws with weights [frac, 1 - frac], so E[L] is lo + 1 - frac."""
+    width = spec_steps + 1
+    if simulate_acc_method == "match-expected":
+        base.check_length(simulate_acc_len)
+        lo, hi, frac = _clamped(simulate_acc_len, width)
+        length = lo if lo == hi or torch.multinomial(torch.tensor([frac, 1 - frac]), 1).item() == 0 else hi
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("sampling distribution", "length_matches_the_documented_draw", "multinomial_matches_the_rounded_clamped_gaussian")
+def multinomial_truncates(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """multinomial truncates the clamped Gaussian draw with int() instead of rounding it."""
+    width = spec_steps + 1
+    if simulate_acc_method == "multinomial":
+        base.check_length(simulate_acc_len)
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu")
+        length = int(torch.clamp(draw, 1, width).item())
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+# -- the generator: same law, different draws -------------------------------------------------
+
+
+@register("generator", "generator_consumes_exactly_the_documented_draws", "fixed_mode_is_byte_identical_to_legacy")
+def match_expected_draws_with_rand(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """match-expected picks hi when torch.rand(1) < frac: the same law, but not upstream's draw."""
+    width = spec_steps + 1
+    if simulate_acc_method == "match-expected":
+        base.check_length(simulate_acc_len)
+        lo, hi, frac = _clamped(simulate_acc_len, width)
+        length = lo if lo == hi or torch.rand(1).item() >= frac else hi
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("generator", "generator_consumes_exactly_the_documented_draws", "fixed_mode_is_byte_identical_to_legacy")
+def skips_the_draw_for_an_integer_length(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                         bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """match-expected returns an integer x < W without its draw (upstream still draws once)."""
+    width = spec_steps + 1
+    if simulate_acc_method == "match-expected" and simulate_acc_len > 0 and _clamped(simulate_acc_len, width)[2] == 0:
+        length = _clamped(simulate_acc_len, width)[0]
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("generator", "generator_consumes_exactly_the_documented_draws", "fixed_mode_is_byte_identical_to_legacy")
+def draws_from_a_private_generator(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Draws from a private generator seeded like the default one, which is never advanced."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(torch.initial_seed())
+        length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("generator", "length_matches_the_documented_draw", "generator_consumes_exactly_the_documented_draws")
+def match_expected_uses_python_random(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                      bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """match-expected rounds with Python's random.random(), which torch.manual_seed does not seed."""
+    width = spec_steps + 1
+    if simulate_acc_method == "match-expected":
+        base.check_length(simulate_acc_len)
+        lo, hi, frac = _clamped(simulate_acc_len, width)
+        length = lo if random.random() >= frac else hi
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+_MODULE_GENERATOR = torch.Generator().manual_seed(0)
+
+
+@register("generator", "same_generator_state_gives_identical_outputs", "generator_consumes_exactly_the_documented_draws")
+def draws_from_a_module_generator(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Draws from a generator made once at import, so two calls from one default state disagree."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method == "multinomial":
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), generator=_MODULE_GENERATOR)
+        length = int(torch.round(torch.clamp(draw, 1, width)).item())
+    elif simulate_acc_method == "match-expected":
+        lo, hi, frac = _clamped(simulate_acc_len, width)
+        weights = torch.tensor([1 - frac, frac])
+        length = lo if lo == hi or torch.multinomial(weights, 1, generator=_MODULE_GENERATOR).item() == 0 else hi
+    else:
+        raise ValueError(f"unknown simulate_acc_method {simulate_acc_method!r}")
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("generator", "cuda_matches_cpu_byte_for_byte", needs_cuda=True)
+def multinomial_draws_on_the_input_device(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """multinomial draws its Gaussian on accept_index's device: CUDA's generator, not the CPU's."""
+    width = spec_steps + 1
+    if simulate_acc_method == "multinomial":
+        base.check_length(simulate_acc_len)
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device=accept_index.device)
+        length = int(torch.round(torch.clamp(draw, 1, width)).item())
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)

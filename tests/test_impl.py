@@ -1,0 +1,165 @@
+"""Loading the implementation under test from an ``IMPL`` string, inferring its contract
+from the signature, and calling it in that signature's style (issue #4)."""
+
+import inspect
+import sys
+import textwrap
+
+import pytest
+
+from simacc import impl
+
+EAGLE = ", ".join(impl.EAGLE_PARAMS)
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """Run in ``tmp_path`` with ``sys.path`` restored afterwards (loading appends folders)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return tmp_path
+
+
+def write(folder, name, source):
+    path = folder / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def assert_one_line_error(spec, *fragments, contract=None):
+    with pytest.raises(impl.ImplError) as info:
+        impl.load(spec, contract)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message
+    return message
+
+
+@pytest.mark.parametrize("contract", impl.CONTRACTS)
+def test_each_reference_is_inferred_as_its_own_contract(contract):
+    loaded = impl.load(impl.REFERENCES[contract])
+    assert loaded.contract == contract and loaded.is_reference
+    assert loaded.version and loaded.source.endswith(".py")
+
+
+@pytest.mark.parametrize("third", impl.LEGACY_THIRD)
+def test_each_legacy_name_of_the_third_parameter_is_inferred_as_legacy(third):
+    def fn(*args):
+        pass
+
+    names = ("accept_index", "predict", third, "bs", "spec_steps", "simulate_acc_len", "simulate_acc_method")
+    fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    assert impl.infer_style(fn) == ("legacy", "legacy")
+
+
+def test_the_oldest_order_with_the_length_before_bs_is_called_in_that_order():
+    seen = []
+
+    def oldest(accept_index, predict, accept_length, simulate_acc_len, bs, spec_steps):
+        seen.append((accept_index, predict, accept_length, simulate_acc_len, bs, spec_steps))
+
+    loaded = impl.Implementation("x:oldest", oldest, *impl.infer_style(oldest))
+    assert loaded.style == "oldest"
+    loaded.call({"accept_index": "a", "predict": "p", "num_correct_drafts": "n", "bs": 2, "spec_steps": 3,
+                 "simulate_acc_len": 1.5, "simulate_acc_method": "multinomial"})
+    assert seen == [("a", "p", "n", 1.5, 2, 3)]
+
+
+def test_an_eagle_signature_under_other_names_is_called_positionally_when_the_contract_is_forced():
+    seen = []
+
+    def positional(a, b, c, d, e, f, g, h, i, j, /):
+        seen.append((a, b, c, d, e, f, g, h, i, j))
+
+    with pytest.raises(impl.ImplError, match="fits no contract"):
+        impl.infer_style(positional)
+    contract, style = impl.infer_style(positional, "eagle")
+    assert (contract, style) == ("eagle", "positional")
+    impl.Implementation("x:positional", positional, contract, style).call({name: name for name in impl.EAGLE_PARAMS})
+    assert seen == [impl.EAGLE_PARAMS]
+
+
+def test_a_keyword_call_passes_every_eagle_argument_by_name():
+    def keywords(*, simulate_acc_token_mode, simulate_acc_method, simulate_acc_len, spec_steps, bs,
+                 target_predict, candidates, num_correct_drafts, predict, accept_index):
+        return simulate_acc_token_mode, accept_index
+
+    loaded = impl.Implementation("x:keywords", keywords, *impl.infer_style(keywords))
+    assert loaded.style == "keywords"
+    assert loaded.call({name: name for name in impl.EAGLE_PARAMS}) == ("simulate_acc_token_mode", "accept_index")
+
+
+def test_a_forced_contract_that_the_signature_does_not_fit_is_an_error():
+    with pytest.raises(impl.ImplError, match="does not fit contract 'dflash'"):
+        impl.load(impl.REFERENCES["eagle"], "dflash")
+
+
+def test_an_unknown_contract_is_an_error():
+    assert_one_line_error(impl.REFERENCES["eagle"], "unknown contract 'medusa'", contract="medusa")
+
+
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("simacc.generate_simulated_accept_index", "must be 'package.module:attribute'"),
+        ("simacc:", "empty module or attribute"),
+        (":generate_simulated_accept_index", "empty module or attribute"),
+        ("simacc_no_such_module:fn", "module 'simacc_no_such_module' not found"),
+        ("simacc.no_such_sub:fn", "module 'simacc.no_such_sub' not found"),
+        ("simacc:no_such_function", "simacc has no attribute 'no_such_function'"),
+        ("simacc:__version__", "'__version__' is a str, not callable"),
+        ("simacc:sample_simulated_acc_len", "fits no contract; pass --contract"),
+        ("no/such/file.py:fn", "no such file no/such/file.py"),
+    ],
+)
+def test_a_bad_impl_is_a_one_line_error_that_says_which(spec, fragment):
+    assert_one_line_error(spec, f"IMPL {spec!r}", fragment)
+
+
+def test_a_file_that_raises_on_import_is_a_one_line_error(isolated):
+    write(isolated, "broken.py", """\
+        raise RuntimeError("first line\\nsecond line")
+    """)
+    assert_one_line_error("broken.py:fn", "importing broken.py raised RuntimeError: first line second line")
+    assert not [m for m in sys.modules.values() if str(getattr(m, "__file__", "")).endswith("broken.py")]
+
+
+def test_a_file_that_exits_on_import_is_an_error_not_an_exit(isolated):
+    write(isolated, "exits.py", "import sys\nsys.exit(3)\n")
+    assert_one_line_error("exits.py:fn", "raised SystemExit: 3")
+
+
+def test_a_file_with_a_syntax_error_is_a_one_line_error(isolated):
+    write(isolated, "syntax.py", "def fn(:\n")
+    assert_one_line_error("syntax.py:fn", "raised SyntaxError")
+
+
+def test_a_missing_dependency_is_told_apart_from_a_missing_module(isolated):
+    write(isolated, "simacc_selftest_needs_dep.py", "import simacc_selftest_missing_dependency\n")
+    assert_one_line_error(
+        "simacc_selftest_needs_dep:fn",
+        "importing simacc_selftest_needs_dep raised ModuleNotFoundError: No module named 'simacc_selftest_missing_dependency'",
+    )
+
+
+def test_a_file_outside_any_package_loads_and_can_import_the_modules_beside_it(isolated):
+    folder = isolated / "kernels"
+    folder.mkdir()
+    write(folder, "simacc_selftest_helper.py", "import simacc\nforward = simacc.generate_simulated_accept_index\n")
+    write(folder, "wrapper.py", f"""\
+        import simacc_selftest_helper
+        __version__ = "9.9"
+
+        def generate({EAGLE}):
+            return simacc_selftest_helper.forward({EAGLE})
+    """)
+    loaded = impl.load("kernels/wrapper.py:generate")
+    assert (loaded.contract, loaded.style, loaded.version) == ("eagle", "keywords", "9.9")
+    assert loaded.source == str((folder / "wrapper.py").resolve())
+
+
+def test_a_module_in_the_current_folder_loads_by_module_name(isolated):
+    write(isolated, "simacc_selftest_local.py", f"class Kernels:\n    @staticmethod\n    def run({EAGLE}):\n        pass\n")
+    loaded = impl.load("simacc_selftest_local:Kernels.run")
+    assert loaded.contract == "eagle"

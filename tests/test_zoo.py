@@ -1,0 +1,104 @@
+"""The suite can fail (issue #6): every property rejects at least one mutant of the zoo, and
+the correct alternative implementations are accepted.
+
+Each mutant is checked through ``simacc check``'s runner against only the properties that
+should kill it, in the derandomized ``ci`` profile, so every kill is deterministic; the
+correct implementations go through the whole suite with fewer examples.
+"""
+
+import importlib
+import pkgutil
+
+import pytest
+import torch
+
+import properties
+from simacc import mutants, zoo
+from simacc.check import run_check
+
+# Properties no mutant can fail, and why.
+NOT_MUTANT_KILLABLE = {
+    "caller_rejects_unknown_token_mode": "checks simacc's own caller, never the implementation",
+    "caller_rejects_real_mode_on_trees": "checks simacc's own caller, never the implementation",
+    "regression": "replays the promoted corpus through the other properties; its content changes",
+}
+CORRECT_EXAMPLES = 20
+
+
+def catalogue():
+    """Every property id: the ``test_*`` functions of the ``properties`` modules."""
+    ids = set()
+    for info in pkgutil.iter_modules(properties.__path__):
+        if info.name.startswith("test_"):
+            module = importlib.import_module(f"properties.{info.name}")
+            ids |= {name.removeprefix("test_") for name in vars(module) if name.startswith("test_")}
+    return ids
+
+
+def test_every_property_is_expected_to_kill_some_mutant():
+    expected = {pid for e in zoo.MUTANTS.values() for pid in e.killers}
+    missing = catalogue() - expected - set(NOT_MUTANT_KILLABLE)
+    assert not missing, f"properties no mutant is registered for: {sorted(missing)}"
+
+
+def test_expected_killers_name_real_properties():
+    unknown = {e.name: sorted(set(e.killers) - catalogue()) for e in zoo.MUTANTS.values()}
+    assert not {k: v for k, v in unknown.items() if v}
+
+
+def test_every_entry_names_its_bug_in_one_line():
+    for e in zoo.ENTRIES.values():
+        assert e.bug and e.bug.endswith(".") and (e.correct or e.killers), e.name
+
+
+def _needs(entry):
+    if entry.needs_cuda and not torch.cuda.is_available():
+        return pytest.mark.skip(reason="its mistake only shows on CUDA: torch.cuda.is_available() is False")
+    return ()
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
+def test_mutant_is_killed_by_each_expected_property(entry, tmp_path):
+    result = run_check(entry.spec, device="all" if entry.needs_cuda else "cpu", profile="ci", workers=0,
+                       quiet=True, select=list(entry.killers), repro_dir=tmp_path)
+    failed = {r.id.split("[")[0] for r in result.results if r.status == "FAIL"}
+    assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in zoo.CORRECT.values()])
+def test_correct_implementation_is_accepted(entry, tmp_path):
+    result = run_check(entry.spec, device="cpu", profile="ci", max_examples=CORRECT_EXAMPLES, workers=0,
+                       quiet=True, repro_dir=tmp_path)
+    failed = [f"{r.id}: {r.message}" for r in result.results if r.status == "FAIL"]
+    assert result.exit_code == 0 and not failed, failed
+
+
+def run(seed, failed, examples=None, case=None):
+    return mutants.Run(seed, failed, examples, case, 0.0)
+
+
+def test_a_mutant_that_survives_one_seed_fails_the_zoo():
+    entry = zoo.MUTANTS["fixed_id_101"]
+    row = mutants.judge(entry, "eagle", [run(1, ["fixed_mode_fills_predict_with_the_fixed_id"], 3), run(2, [])])
+    assert row.verdict == mutants.SURVIVED
+    assert mutants.Zoo({}, [row]).exit_code == 1
+
+
+def test_a_correct_implementation_that_fails_anything_is_rejected():
+    row = mutants.judge(zoo.CORRECT["scatter_based"], "eagle", [run(1, []), run(2, ["inputs_are_never_written"])])
+    assert row.verdict == mutants.REJECTED and mutants.Zoo({}, [row]).exit_code == 1
+
+
+def test_the_row_gives_the_median_examples_and_the_shrunk_size():
+    case = "EagleCase(accept_index=Tensor[size=(2, 3), dtype=int32], bs=2, spec_steps=2, seed=0)"
+    row = mutants.judge(zoo.MUTANTS["pads_with_zero"], "eagle",
+                        [run(s, ["index_rows_are_root_plus_range_then_minus_one"], n, case) for s, n in ((1, 4), (2, 9), (3, 1))])
+    assert (row.verdict, row.median_examples, row.shrunk) == (mutants.KILLED, 4, "bs=2 W=3")
+    assert mutants.case_size("DflashCase(out_tokens=Tensor[size=(1, 4), dtype=int64], seed=0)") == "bs=1 B=4"
+
+
+def test_an_unknown_entry_is_a_usage_error(capsys):
+    from simacc import cli
+
+    assert cli.main(["mutants", "--only", "no_such_mutant"]) == 2
+    assert "no zoo entry named no_such_mutant" in capsys.readouterr().err
