@@ -77,7 +77,10 @@ def whole_storage(t):
 
 
 def shares_storage(a, b):
-    """Whether two tensors live in the same (non-empty) storage."""
+    """Whether two tensors are one object or live in the same (non-empty) storage; the
+    identity test matters for empty tensors, whose storage has no address to compare."""
+    if a is b:
+        return True
     sa, sb = a.untyped_storage(), b.untyped_storage()
     return sa.nbytes() > 0 and sb.nbytes() > 0 and sa.data_ptr() == sb.data_ptr()
 

@@ -17,7 +17,7 @@ reasons that are not the implementation's fault.
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-EXAMPLES = {"default": 50, "ci": 100, "thorough": 2000}
+EXAMPLES = {"default": 50, "ci": 200, "thorough": 2000}
 # The impl fixture is function-scoped on purpose: one runner serves every example of a test.
 _COMMON = dict(
     deadline=None,
