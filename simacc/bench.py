@@ -156,7 +156,7 @@ def render(bench):
 
 
 def register(subparsers):
-    from simacc.plugin import _positive_int
+    from simacc.argtypes import positive_int
 
     p = subparsers.add_parser(
         "bench",
@@ -166,10 +166,10 @@ def register(subparsers):
         "and the reference's call latency against a naive per-row loop.",
     )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.bench/1)")
-    p.add_argument("--seeds", type=_positive_int, default=5, metavar="N", help="seeds per mutant (default 5)")
-    p.add_argument("--repeats", type=_positive_int, default=500, metavar="N",
+    p.add_argument("--seeds", type=positive_int, default=5, metavar="N", help="seeds per mutant (default 5)")
+    p.add_argument("--repeats", type=positive_int, default=500, metavar="N",
                    help="timed reference calls per latency row (the loop gets a tenth; default 500)")
-    p.add_argument("-n", dest="workers", type=_positive_int, default=2, metavar="WORKERS",
+    p.add_argument("-n", dest="workers", type=positive_int, default=2, metavar="WORKERS",
                    help="mutant checks run at a time (default 2)")
     p.add_argument("--zoo", metavar="PATH",
                    help="take the mutants' examples to failure from this `simacc mutants --json` file "

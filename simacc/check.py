@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from simacc import env, verdict
+from simacc import argtypes, env, verdict
 from simacc.impl import CONTRACTS, REFERENCES
 
 CONFORMANT, NOT_CONFORMANT, USAGE = 0, 1, 2
@@ -46,20 +46,8 @@ class CheckError(Exception):
         self.detail = detail
 
 
-def _workers(value):
-    if value == "auto":
-        return value
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or a number >= 0, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value!r}")
-    return str(number)
-
-
 def register(subparsers):
-    from simacc.plugin import DEVICE_CHOICES, _positive_int, _positive_seconds
+    from simacc.argtypes import DEVICE_CHOICES, positive_int, positive_seconds, workers
 
     p = subparsers.add_parser(
         "check",
@@ -73,12 +61,12 @@ def register(subparsers):
                    "default: the reference of --contract, else of eagle)")
     p.add_argument("--contract", choices=CONTRACTS, help="force the contract instead of inferring it from the signature")
     p.add_argument("--device", choices=DEVICE_CHOICES, help="cpu, cuda or all (default all; cuda is skipped where it is missing)")
-    p.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per property (overrides the profile)")
+    p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (overrides the profile)")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P", help="Hypothesis profile: default, ci or thorough")
     p.add_argument("--seed", type=int, metavar="S", help="Hypothesis seed, for a reproducible run")
-    p.add_argument("-n", dest="workers", type=_workers, default="auto", metavar="WORKERS",
+    p.add_argument("-n", dest="workers", type=workers, default="auto", metavar="WORKERS",
                    help="pytest-xdist workers (default auto; 0 runs in one process, without crash isolation)")
-    p.add_argument("--timeout", type=_positive_seconds, metavar="S", help="per-call time limit in seconds (default 30)")
+    p.add_argument("--timeout", type=positive_seconds, metavar="S", help="per-call time limit in seconds (default 30)")
     p.add_argument("--xfails", metavar="FILE", help="property ids expected to fail, one a line, '#' comments")
     p.add_argument("--repro-dir", metavar="DIR", help="where repro files of failures go (default .simacc/failures)")
     p.add_argument("--property", dest="select", action="append", metavar="ID", help="check only this property (repeatable)")
@@ -150,12 +138,12 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
         raise UsageError(str(e)) from None
     device = device or env.get("DEVICE", "all")
     profile = profile or env.get("PROFILE") or settings.get_current_profile_name()
-    if device not in plugin.DEVICE_CHOICES:
-        raise UsageError(f"SIMACC_DEVICE must be one of {plugin.DEVICE_CHOICES}, got {device!r}")
+    if device not in argtypes.DEVICE_CHOICES:
+        raise UsageError(f"SIMACC_DEVICE must be one of {argtypes.DEVICE_CHOICES}, got {device!r}")
     if profile not in profiles.EXAMPLES:
         raise UsageError(f"unknown Hypothesis profile {profile!r}; registered: {', '.join(profiles.EXAMPLES)}")
     try:
-        timeout = plugin._positive_seconds(timeout or env.get("TIMEOUT") or DEFAULT_TIMEOUT)
+        timeout = argtypes.positive_seconds(timeout or env.get("TIMEOUT") or DEFAULT_TIMEOUT)
     except argparse.ArgumentTypeError as e:
         raise UsageError(f"SIMACC_TIMEOUT {e}") from None
     xfails = xfails or env.get("XFAILS")
@@ -354,7 +342,7 @@ def run_check(impl_spec=None, *, contract=None, device=None, profile=None, max_e
 
     header = _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir)
     try:
-        workers = _workers(str(workers)) if workers is not None else "auto"
+        workers = argtypes.workers(str(workers)) if workers is not None else "auto"
     except argparse.ArgumentTypeError as e:
         raise UsageError(f"workers {e}") from None
     if not quiet:

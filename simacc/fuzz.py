@@ -16,23 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from simacc import env
+from simacc import argtypes, env
 
 STOP_GRACE_S = 20  # how long an interrupted round may take to stop before it is killed
 POLL_S = 2  # how often a running round's new repro files are looked at
 PYTEST_DONE = (0, 1)  # all passed, some failed; anything else (usage error, nothing collected) stops
-
-
-def _minutes(value):
-    import argparse
-
-    try:
-        minutes = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of minutes, got {value!r}") from None
-    if not minutes > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value!r}")
-    return minutes
 
 
 def register(subparsers):
@@ -43,7 +31,7 @@ def register(subparsers):
         "fresh seeds until --minutes have passed (or Ctrl-C). Exit 1 if any failure was found.",
     )
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL", help="implementation under test (default: the references)")
-    p.add_argument("--minutes", type=_minutes, required=True, help="how long to fuzz (fractions allowed)")
+    p.add_argument("--minutes", type=argtypes.positive_number("minutes"), required=True, help="how long to fuzz (fractions allowed)")
     p.add_argument("--device", default=None, choices=("cpu", "cuda", "all"), help="device(s) to run on (default all)")
     p.add_argument("--repro-dir", default=env.get("REPRO_DIR", ".simacc/failures"), help="where repro files go (default .simacc/failures; env SIMACC_REPRO_DIR)")
     p.add_argument("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract")

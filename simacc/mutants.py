@@ -212,8 +212,7 @@ def render(zoo):
 
 
 def register(subparsers):
-    from simacc.check import _workers
-    from simacc.plugin import _positive_int
+    from simacc.argtypes import positive_int, workers
 
     p = subparsers.add_parser(
         "mutants",
@@ -223,10 +222,10 @@ def register(subparsers):
         "every correct implementation accepted, 1 otherwise, 2 on a usage error.",
     )
     p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
-    p.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
                    help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
-    p.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per property (default: the profile's)")
-    p.add_argument("-n", dest="workers", type=_workers, default=str(DEFAULT_WORKERS), metavar="WORKERS",
+    p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (default: the profile's)")
+    p.add_argument("-n", dest="workers", type=workers, default=str(DEFAULT_WORKERS), metavar="WORKERS",
                    help=f"checks run at a time, each in its own pytest process (default {DEFAULT_WORKERS})")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P",
                    help="Hypothesis profile (default: the current one, or 'default' with --seeds > 1)")

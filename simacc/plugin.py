@@ -21,48 +21,21 @@ from pathlib import Path
 
 import pytest
 
-from simacc import env, profiles  # noqa: F401 - importing registers the profiles
+from simacc import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
 
 NOT_APPLICABLE = "not applicable"
 NO_CUDA = "no CUDA: torch.cuda.is_available() is False"
-DEVICE_CHOICES = ("cpu", "cuda", "all")
-
-
-def _device_choice(value):
-    if value not in DEVICE_CHOICES:
-        raise argparse.ArgumentTypeError(f"must be one of {DEVICE_CHOICES}, got {value!r}")
-    return value
-
-
-def _positive_seconds(value):
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value!r}")
-    return seconds
-
-
-def _positive_int(value):
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value!r}")
-    return number
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("simacc", "simulated-acceptance conformance")
     group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
     group.addoption("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
-    group.addoption("--device", default=None, type=_device_choice, help="cpu, cuda or all (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
-    group.addoption("--simacc-timeout", default=None, type=_positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
+    group.addoption("--device", default=None, type=argtypes.device_choice, help="cpu, cuda or all (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
+    group.addoption("--simacc-timeout", default=None, type=argtypes.positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
     group.addoption("--xfails", default=None, help="file of property ids expected to fail, '#' comments (env SIMACC_XFAILS)")
     group.addoption("--repro-dir", default=None, help="folder for repro files of failing cases (default .simacc/failures; env SIMACC_REPRO_DIR)")
-    group.addoption("--max-examples", default=None, type=_positive_int, help="override the Hypothesis profile's max_examples")
+    group.addoption("--max-examples", default=None, type=argtypes.positive_int, help="override the Hypothesis profile's max_examples")
     group.addoption("--property", action="append", default=None, dest="simacc_properties", metavar="ID", help="run only this property id (repeatable; exact, without 'test_' and the device)")
     group.addoption("--simacc-results", default=None, metavar="PATH", help="append every test report to PATH as a JSON line (how simacc check reads results)")
 
@@ -91,8 +64,8 @@ def pytest_configure(config):
     timeout = opt("--simacc-timeout") or env.get("TIMEOUT")
     device = opt("--device") or env.get("DEVICE", "all")
     try:
-        _device_choice(device)
-        timeout = _positive_seconds(timeout) if timeout is not None else None
+        argtypes.device_choice(device)
+        timeout = argtypes.positive_seconds(timeout) if timeout is not None else None
     except argparse.ArgumentTypeError as e:
         raise pytest.UsageError(f"SIMACC_DEVICE/SIMACC_TIMEOUT: {e}") from None
     global _selected
@@ -328,17 +301,23 @@ def impl(request):
 def pytest_report_header(config):
     import hypothesis
     import torch
-
     from hypothesis import settings
 
     st = state(config)
     sel = st.selected
+    if sel is None:
+        under_test = "built-in references"
+    else:
+        version = f", version {sel.version}" if sel.version else ""
+        under_test = f"{sel.spec} (contract {sel.contract}, {sel.source or 'no file'}{version})"
+    profile = settings.default
+    seed = config.getoption("--hypothesis-seed", default=None)
+    seed = seed or ("fixed (derandomized)" if profile.derandomize else "random")
     lines = [
-        "simacc: implementation "
-        + (f"{sel.spec} (contract {sel.contract}, {sel.source or 'no file'}{', version ' + sel.version if sel.version else ''})" if sel else "built-in references"),
+        f"simacc: implementation {under_test}",
         f"simacc: devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}); "
-        f"profile {settings.get_current_profile_name()!r} (max_examples={settings.default.max_examples}, "
-        f"derandomize={settings.default.derandomize}); seed {config.getoption('--hypothesis-seed', default=None) or 'random'}; "
+        f"profile {settings.get_current_profile_name()!r} (max_examples={profile.max_examples}, "
+        f"derandomize={profile.derandomize}); seed {seed}; "
         f"torch {torch.__version__}, hypothesis {hypothesis.__version__}",
     ]
     variables = env.in_effect()

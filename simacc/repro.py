@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from simacc import argtypes
 from simacc.cases import CASE_TYPES, DTYPES, LAYOUTS, DflashCase, EagleCase, TensorArg
 from simacc.impl import CONTRACTS
 
@@ -425,18 +426,6 @@ def corpus_dir():
 # -- the command ------------------------------------------------------------------------
 
 
-def _seconds(value):
-    import argparse
-
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value!r}")
-    return seconds
-
-
 def register(subparsers):
     p = subparsers.add_parser(
         "repro",
@@ -450,7 +439,7 @@ def register(subparsers):
     p.add_argument("--contract", default=None, choices=CONTRACTS, help="force the implementation's contract")
     p.add_argument("--device", default=None, choices=DEVICES, help="device to replay on (default: the recorded one; "
                    "a case recorded on cuda replays on cpu where CUDA is missing)")
-    p.add_argument("--timeout", type=_seconds, default=None, help="per-call time limit in seconds (default 30)")
+    p.add_argument("--timeout", type=argtypes.positive_seconds, default=None, help="per-call time limit in seconds (default 30)")
     p.add_argument("--promote", action="store_true", help="also add the case to the regression corpus (it must pass against the reference)")
     p.add_argument("--corpus", default=None, help="regression corpus folder (default: properties/regressions; env SIMACC_REGRESSIONS)")
     p.set_defaults(run=run)
