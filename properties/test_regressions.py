@@ -9,16 +9,16 @@ applies to (else *not applicable*), and against that contract's reference by def
 
 import pytest
 
-from simacc import repro
+from simacc import reprofile
 from simacc.impl import CONTRACTS
 
 
 def _corpus():
     params = []
-    for path in sorted(repro.corpus_dir().glob("*.json")):
+    for path in sorted(reprofile.corpus_dir().glob("*.json")):
         try:
-            record = repro.load(path)
-        except repro.ReproError:
+            record = reprofile.load(path)
+        except reprofile.ReproError:
             params.append(pytest.param(path, id=path.stem))  # the test says what is wrong
             continue
         contracts = [record.contract] + [c for c in CONTRACTS if c != record.contract and record.applies_to(c)]
@@ -29,8 +29,8 @@ def _corpus():
 @pytest.mark.parametrize("regression", _corpus())
 def test_regression(impl, device, regression):
     try:
-        record = repro.load(regression)
-    except repro.ReproError as e:
+        record = reprofile.load(regression)
+    except reprofile.ReproError as e:
         pytest.fail(f"{regression}: {e}", pytrace=False)
     if not record.property.takes_device and device != "cuda":
         pytest.skip("a property across devices (CPU/CUDA parity) replays under the cuda parameter")

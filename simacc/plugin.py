@@ -17,6 +17,7 @@ cheap to import; torch and the implementation are loaded in the hooks.
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -96,13 +97,13 @@ def _load_profile(name, max_examples):
         settings.load_profile(derived)
 
 
+@dataclass(frozen=True)
 class _State:
-    def __init__(self, selected, devices, timeout, xfails, repro_dir):
-        self.selected = selected
-        self.devices = devices
-        self.timeout = timeout
-        self.xfails = xfails
-        self.repro_dir = repro_dir
+    selected: object  # the Implementation under test, or None for the references
+    devices: tuple
+    timeout: float | None
+    xfails: dict
+    repro_dir: Path
 
 
 _STATE = pytest.StashKey[_State]()

@@ -36,7 +36,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def _record(item, call, report, runner):
-    from simacc import plugin, repro
+    from simacc import plugin, reprofile
 
     case = runner.last[0]
     device = item.funcargs.get("device", runner.last[1])
@@ -45,9 +45,9 @@ def _record(item, call, report, runner):
         prop = _property(item)
         if prop is None:
             return
-        record = repro.Repro(prop, runner.impl.contract, runner.impl.spec, device, message, case)
-        path = repro.save(record, plugin.state(item.config).repro_dir)
-    except (OSError, repro.ReproError) as e:
+        record = reprofile.Repro(prop, runner.impl.contract, runner.impl.spec, device, message, case)
+        path = reprofile.save(record, plugin.state(item.config).repro_dir)
+    except (OSError, reprofile.ReproError) as e:
         report.sections.append(("simacc repro", f"case: {case.summary()}\nno repro file: {e}"))
         return
     shown = _relative(path, item.config.invocation_params.dir)
@@ -63,14 +63,14 @@ def _record(item, call, report, runner):
 def _property(item):
     """The property a failing item checks (a corpus case names its own), or None for a test
     that is not a property over a case (errors as data, say): nothing a file could replay."""
-    from simacc import repro
+    from simacc import catalogue, reprofile
 
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "regression" in params:
-        return repro.load(params["regression"]).property
-    if not repro.replayable(item.function):
+        return reprofile.load(params["regression"]).property
+    if not catalogue.replayable(item.function):
         return None
-    return repro.Property(item.originalname.removeprefix("test_"), item.module.__name__, item.function, ())
+    return catalogue.Property(item.originalname.removeprefix("test_"), item.module.__name__, item.function, ())
 
 
 def _relative(path, start):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from simacc import cli, fuzz, repro
+from simacc import cli, fuzz, reprofile
 
 BUGGY = '''
 import simacc as sa
@@ -45,7 +45,7 @@ def test_fuzz_writes_a_repro_file_for_a_planted_bug_and_keeps_it_on_ctrl_c(tmp_p
     assert "interrupted after" in out and "new failure: num_correct_drafts_is_length_minus_one-cpu-" in out
     assert "simacc/fuzz.py" not in out  # no traceback of our own
     (found,) = (tmp_path / "found").glob("*.json")
-    assert repro.load(found).property.id == "num_correct_drafts_is_length_minus_one"
+    assert reprofile.load(found).property.id == "num_correct_drafts_is_length_minus_one"
     assert f"replay one with: simacc repro found{os.sep}{found.name}" in out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from simacc import cli, repro
+from simacc import catalogue, cli, reprofile
 from simacc.cases import DflashCase, EagleCase, TensorArg
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,9 +78,9 @@ def _valid_case():
 
 
 def _document(case=None):
-    prop = repro.find_property(PROPERTY)
-    record = repro.Repro(prop, "eagle", REFERENCE, "cpu", "index[0, 1]=9, but should be 1", case or _valid_case())
-    return json.loads(repro.dumps(record))
+    prop = catalogue.find_property(PROPERTY)
+    record = reprofile.Repro(prop, "eagle", REFERENCE, "cpu", "index[0, 1]=9, but should be 1", case or _valid_case())
+    return json.loads(reprofile.dumps(record))
 
 
 def _same_case(a, b):
@@ -106,7 +106,7 @@ def test_a_failing_property_writes_one_repro_file_and_says_how_to_replay_it(plan
     assert f"simacc repro failures/{name} [--impl IMPL]" in run.stdout  # relative to where pytest ran
     assert "case: EagleCase(" in run.stdout
     doc = json.loads(files[0].read_text())
-    assert (doc["schema"], doc["property"], doc["module"]) == (repro.SCHEMA, PROPERTY, "properties.test_index")
+    assert (doc["schema"], doc["property"], doc["module"]) == (reprofile.SCHEMA, PROPERTY, "properties.test_index")
     assert (doc["contract"], doc["impl"], doc["device"]) == ("eagle", planted["impl"], "cpu")
     assert doc["message"].startswith("index[")
 
@@ -128,7 +128,7 @@ def test_replaying_against_the_reference_exits_0(planted, capsys):
 def test_promoting_copies_the_case_into_the_corpus_once(planted, promoted, capsys):
     (path,) = promoted.glob("*.json")
     assert re.fullmatch(rf"{PROPERTY}-[0-9a-f]{{10}}\.json", path.name)
-    _same_case(repro.load(path).case, repro.load(planted["files"][0]).case)
+    _same_case(reprofile.load(path).case, reprofile.load(planted["files"][0]).case)
     assert cli.main(["repro", str(planted["files"][0]), "--promote", "--corpus", str(promoted)]) == 1
     assert "already in the regression corpus" in capsys.readouterr().out
     assert len(list(promoted.glob("*.json"))) == 1
@@ -184,8 +184,8 @@ def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
         next_token_logits=TensorArg(logits, "transposed"), seed=0,
     )
     for case in (eagle, dflash):
-        _same_case(repro.decode_case(json.loads(json.dumps(repro.encode_case(case)))), case)
-    assert repro.parse(json.dumps(_document())).case.seed == 2**64 - 1
+        _same_case(reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))), case)
+    assert reprofile.parse(json.dumps(_document())).case.seed == 2**64 - 1
 
 
 def _edit(path, key, value):
@@ -267,10 +267,10 @@ def test_a_recorded_implementation_that_is_not_here_exits_2_and_suggests_impl(tm
 
 
 def test_the_repos_corpus_files_are_valid_and_named_for_their_case():
-    files = sorted(repro.corpus_dir().glob("*.json"))
+    files = sorted(reprofile.corpus_dir().glob("*.json"))
     assert files, "the corpus starts with a few real cases"
     for path in files:
-        record = repro.load(path)
+        record = reprofile.load(path)
         assert path.name == f"{record.property.id}-{record.digest()}.json"
 
 

@@ -1,0 +1,334 @@
+"""Repro files: one failing case as JSON (issue #5).
+
+A repro file is plain JSON (never pickle or ``torch.load``: a file from a CI artifact must
+not be able to run code by being read). It holds the property id, the contract, the
+implementation and device it failed on, the failure message, and the case: every tensor's
+values (flat, row-major), shape, dtype and layout, the scalar arguments and the generator
+seed. Reading one validates everything before any tensor is built, so a corrupt, truncated,
+foreign or hostile file is refused with one line naming the problem.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from simacc.cases import CASE_TYPES, DTYPES, LAYOUTS, DflashCase, EagleCase, TensorArg
+from simacc.catalogue import Property, find_property
+from simacc.impl import CONTRACTS
+
+SCHEMA = "simacc-repro/1"
+MAX_BYTES = 256 * 2**20
+MAX_ELEMENTS = 10**7  # over all tensors of a case; the generated ones are far smaller
+MAX_NDIM = 4
+MAX_MESSAGE = 4000
+KEYS = ("schema", "property", "module", "contract", "impl", "device", "message", "case")
+TENSOR_KEYS = ("dtype", "shape", "layout", "values")
+DEVICES = ("cpu", "cuda")
+NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1)}
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+_ID = re.compile(r"[a-z0-9_]{1,200}")
+
+
+class ReproError(Exception):
+    """An unreadable or invalid repro file; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Repro:
+    """The content of a repro file, validated."""
+
+    property: Property
+    contract: str
+    impl: str
+    device: str
+    message: str
+    case: object
+
+    def applies_to(self, contract):
+        """Whether an implementation of ``contract`` can be asked this case: the property
+        covers the contract and, for legacy, the case is in fixed mode."""
+        if contract not in self.property.contracts:
+            return False
+        return contract != "legacy" or self.case.simulate_acc_token_mode != "real-draft-token"
+
+    def digest(self):
+        """Short hash of what identifies the case: the property and the case's data."""
+        text = json.dumps([self.property.id, encode_case(self.case)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+# -- encoding ---------------------------------------------------------------------------
+
+
+def _number(x):
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _encode_tensor(arg):
+    values = arg.values.reshape(-1).tolist()
+    if arg.values.dtype.is_floating_point:
+        values = [_number(v) for v in values]
+    dtype = str(arg.values.dtype).removeprefix("torch.")
+    return {"dtype": dtype, "shape": list(arg.values.shape), "layout": arg.layout, "values": values}
+
+
+def encode_case(case):
+    """A case as JSON-ready data: ``{"type": ..., "fields": {...}}``."""
+    fields = {}
+    for f in dataclasses.fields(case):
+        value = getattr(case, f.name)
+        if isinstance(value, TensorArg):
+            value = _encode_tensor(value)
+        elif isinstance(value, float):
+            value = _number(value)
+        fields[f.name] = value
+    return {"type": type(case).__name__, "fields": fields}
+
+
+def _render(pairs, indent):
+    """A JSON object with one key per line and compact values (tensors stay on one line)."""
+    pad = " " * indent
+    body = ",\n".join(f"{pad}  {json.dumps(k)}: {v}" for k, v in pairs)
+    return "{\n" + body + "\n" + pad + "}"
+
+
+def dumps(record):
+    """The text of a repro file."""
+    case = encode_case(record.case)
+    fields = _render([(k, json.dumps(v)) for k, v in case["fields"].items()], 4)
+    case_text = _render([("type", json.dumps(case["type"])), ("fields", fields)], 2)
+    top = {
+        "schema": SCHEMA,
+        "property": record.property.id,
+        "module": record.property.module,
+        "contract": record.contract,
+        "impl": record.impl,
+        "device": record.device,
+        "message": record.message[:MAX_MESSAGE],
+    }
+    return _render([(k, json.dumps(v)) for k, v in top.items()] + [("case", case_text)], 0) + "\n"
+
+
+def write_atomically(path, text):
+    """Write ``text`` to ``path`` through a temporary file and a rename: a reader (or a
+    crash) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save(record, directory):
+    """Write ``record`` as a new file in ``directory``; its path.
+
+    ``<property>-<device>-<case hash>-<random>.json``: equal failures share the prefix
+    (how ``simacc fuzz`` deduplicates), and the random tail keeps xdist workers and runs
+    from ever overwriting each other.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{failure_key(record)}-{uuid.uuid4().hex[:8]}.json"
+    write_atomically(path, dumps(record))
+    return path
+
+
+def failure_key(record):
+    """What makes two failures the same: property, device and case."""
+    return f"{record.property.id}-{record.device}-{record.digest()}"
+
+
+# -- decoding and validation ------------------------------------------------------------
+
+
+def _exact_keys(obj, keys, what):
+    if not isinstance(obj, dict):
+        raise ReproError(f"{what} must be a JSON object, got {type(obj).__name__}")
+    missing = [k for k in keys if k not in obj]
+    extra = sorted(set(obj) - set(keys))
+    if missing:
+        raise ReproError(f"{what} is missing field {missing[0]!r}")
+    if extra:
+        raise ReproError(f"{what} has unexpected field {extra[0]!r}")
+
+
+def _string(doc, key, limit=1000):
+    value = doc[key]
+    if not isinstance(value, str) or len(value) > limit:
+        raise ReproError(f"{key!r} must be a string of at most {limit} characters")
+    if key != "message" and not value.isprintable():
+        raise ReproError(f"{key!r} holds control characters")
+    return value
+
+
+def _is_int(x):
+    return type(x) is int
+
+
+def _decode_float(x, what):
+    if isinstance(x, str) and x in NONFINITE:
+        return NONFINITE[x]
+    if type(x) not in (int, float):
+        raise ReproError(f"{what} must be a number or one of {sorted(NONFINITE)}, got {x!r}"[:200])
+    return x
+
+
+def _decode_tensor(obj, name, budget):
+    what = f"tensor {name!r}"
+    _exact_keys(obj, TENSOR_KEYS, what)
+    dtype = DTYPES.get(obj["dtype"]) if isinstance(obj["dtype"], str) else None
+    if dtype is None:
+        raise ReproError(f"{what} has unknown dtype {obj['dtype']!r} (expected one of {sorted(DTYPES)})"[:300])
+    shape = obj["shape"]
+    if not isinstance(shape, list) or not 1 <= len(shape) <= MAX_NDIM or not all(
+        _is_int(d) and d >= 0 for d in shape
+    ):
+        raise ReproError(f"{what} has an invalid shape (1 to {MAX_NDIM} non-negative integers)")
+    numel = math.prod(shape)
+    if numel > budget:
+        raise ReproError(f"{what} has shape {shape}: the case exceeds {MAX_ELEMENTS} elements"[:300])
+    if obj["layout"] not in LAYOUTS:
+        raise ReproError(f"{what} has unknown layout {obj['layout']!r} (expected one of {LAYOUTS})"[:300])
+    values = obj["values"]
+    if not isinstance(values, list) or len(values) != numel:
+        count = len(values) if isinstance(values, list) else type(values).__name__
+        raise ReproError(f"{what} has shape {shape} but {count} values")
+    if dtype in _INT_RANGE:
+        lo, hi = _INT_RANGE[dtype]
+        if not all(map(_is_int, values)):
+            raise ReproError(f"{what} is {obj['dtype']} but holds a non-integer value")
+        if values and (min(values) < lo or max(values) > hi):
+            raise ReproError(f"{what} holds a value outside the {obj['dtype']} range")
+    else:
+        values = [_decode_float(v, f"a value of {what}") for v in values]
+        if any(math.isfinite(v) and abs(v) > _FLOAT32_MAX for v in values):
+            raise ReproError(f"{what} holds a value outside the float32 range")
+    try:
+        return TensorArg(torch.tensor(values, dtype=dtype).reshape(shape), obj["layout"]), numel
+    except ValueError as e:
+        raise ReproError(f"{what}: {e}") from None
+
+
+def _field_kinds(case_type):
+    kinds = {}
+    for f in dataclasses.fields(case_type):
+        if f.type is TensorArg or f.type == (TensorArg | None):
+            kinds[f.name] = ("tensor", f.type is not TensorArg)
+        else:
+            kinds[f.name] = (f.type.__name__, False)
+    return kinds
+
+
+def decode_case(obj):
+    """The case described by ``{"type": ..., "fields": {...}}``; :class:`ReproError` if invalid."""
+    _exact_keys(obj, ("type", "fields"), "'case'")
+    case_type = CASE_TYPES.get(obj["type"]) if isinstance(obj["type"], str) else None
+    if case_type is None:
+        raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(CASE_TYPES)})"[:300])
+    kinds = _field_kinds(case_type)
+    _exact_keys(obj["fields"], kinds, f"{obj['type']} fields")
+    budget = MAX_ELEMENTS
+    values = {}
+    for name, (kind, optional) in kinds.items():
+        raw = obj["fields"][name]
+        if kind == "tensor":
+            if raw is None and optional:
+                values[name] = None
+                continue
+            values[name], numel = _decode_tensor(raw, name, budget)
+            budget -= numel
+        elif kind == "int":
+            if not _is_int(raw) or not -(2**63) <= raw < 2**64:
+                raise ReproError(f"field {name!r} must be a 64-bit integer, got {raw!r}"[:200])
+            values[name] = raw
+        elif kind == "float":
+            values[name] = _decode_float(raw, f"field {name!r}")
+        else:
+            if not isinstance(raw, str) or len(raw) > 100:
+                raise ReproError(f"field {name!r} must be a string of at most 100 characters")
+            values[name] = raw
+    return case_type(**values)
+
+
+def _no_duplicates(pairs):
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ReproError(f"field {key[:80]!r} appears twice")
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(name):
+    raise ReproError(f"bare {name} is not JSON; non-finite numbers are written as strings")
+
+
+def parse(text):
+    """The :class:`Repro` in ``text``; :class:`ReproError` names the first problem."""
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise ReproError(f"not valid JSON, corrupt or truncated ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise ReproError("not a repro file: JSON nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ReproError(f"not a repro file: a JSON {type(doc).__name__}, not an object")
+    if "schema" not in doc:
+        raise ReproError("not a repro file: no 'schema' field")
+    if doc["schema"] != SCHEMA:
+        raise ReproError(f"schema {doc['schema']!r} is not supported (this simacc reads {SCHEMA!r})"[:300])
+    _exact_keys(doc, KEYS, "the file")
+    pid = _string(doc, "property")
+    if not _ID.fullmatch(pid):
+        raise ReproError(f"property id {pid[:80]!r} is not a valid id")
+    contract = _string(doc, "contract")
+    if contract not in CONTRACTS:
+        raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {CONTRACTS})")
+    device = _string(doc, "device")
+    if device not in DEVICES:
+        raise ReproError(f"unknown device {device[:80]!r} (expected one of {DEVICES})")
+    impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
+    case = decode_case(doc["case"])
+    wanted = DflashCase if contract == "dflash" else EagleCase
+    if not isinstance(case, wanted):
+        raise ReproError(f"case type {type(case).__name__!r} does not fit contract {contract!r}")
+    try:
+        prop = find_property(pid, module)
+    except LookupError as e:
+        raise ReproError(str(e)) from None
+    if contract not in prop.contracts:
+        raise ReproError(f"property {pid!r} does not apply to contract {contract!r}")
+    return Repro(prop, contract, impl, device, message, case)
+
+
+def load(path):
+    """The :class:`Repro` in the file at ``path``; :class:`ReproError` if unreadable or invalid."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise ReproError(f"file is larger than {MAX_BYTES >> 20} MiB")
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ReproError(f"cannot read it: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ReproError("not a repro file: not UTF-8 text") from None
+    return parse(text)
+
+
+def corpus_dir():
+    """The promoted regression cases: ``SIMACC_REGRESSIONS`` or ``properties/regressions``."""
+    from simacc import env
+
+    import properties
+
+    return Path(env.get("REGRESSIONS") or Path(properties.__file__).parent / "regressions")
