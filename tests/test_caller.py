@@ -116,3 +116,32 @@ def test_fixed_mode_passes_target_predict_through_untouched(target):
 def test_real_mode_without_target_predict_needs_matching_logits(logits, bs, drafts, match):
     with pytest.raises(ValueError, match=match):
         sa.target_predict_for("real-draft-token", None, logits, bs, drafts)
+
+
+# The caller-check properties (properties/test_errors.py) test simacc's own code, so no
+# implementation under test can make them fail; these planted bugs show that they can.
+
+
+def _accepts_trees(mode, topk):
+    sa.checks.check_mode(mode)
+
+
+def _vague(mode, topk):
+    if mode not in sa.TOKEN_MODES or topk != 1:
+        raise ValueError("bad simulation settings")
+
+
+@pytest.mark.parametrize(
+    "planted, prop, error",
+    [
+        (_accepts_trees, "test_caller_rejects_real_mode_on_trees", pytest.fail.Exception),
+        (_vague, "test_caller_rejects_real_mode_on_trees", AssertionError),
+        (_vague, "test_caller_rejects_unknown_token_mode", AssertionError),
+    ],
+)
+def test_the_caller_properties_reject_a_planted_bug(monkeypatch, planted, prop, error):
+    from properties import test_errors
+
+    monkeypatch.setattr(sa, "check_token_mode", planted)
+    with pytest.raises(error):
+        getattr(test_errors, prop)()
