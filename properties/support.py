@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import strategies as sx
 from simacc import plugin
+from simacc.assertions import check_equal
 from simacc.cases import EagleCase, TensorArg
 
 FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
@@ -69,6 +70,19 @@ def state_after_documented_draws(case):
                 torch.multinomial(torch.tensor([1 - frac, frac]), 1)
                 draws = 1
         return torch.get_rng_state(), draws
+
+
+def check_inputs_untouched(outcome, case, device, names):
+    """Each named input (when the case has it) is byte-identical after the call, and so is
+    the rest of its storage: a write through wrong strides lands in a buffer's gaps."""
+    __tracebackhide__ = True
+    for name in names:
+        if getattr(case, name) is None:
+            continue
+        got = outcome.args[name]
+        check_equal(name, got, outcome.before[name], case)
+        fresh = getattr(case, name).on(device)
+        check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case)
 
 
 def whole_storage(t):
