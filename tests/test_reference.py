@@ -15,30 +15,7 @@ import pytest
 import torch
 
 import simacc as sa
-
-
-def i32(data, shape=None):
-    t = torch.tensor(data, dtype=torch.int32)
-    return t if shape is None else t.reshape(shape)
-
-
-def summary(t):
-    return f"Tensor[size={tuple(t.shape)}, dtype={t.dtype}, device={t.device}]"
-
-
-def assert_tensor(what, got, expected):
-    """Exact equality of an integer tensor, dtype, shape and device included."""
-    __tracebackhide__ = True
-    assert isinstance(got, torch.Tensor), f"{what}={got!r}, but should be {summary(expected)}"
-    assert summary(got) == summary(expected), (
-        f"{what}={summary(got)}, but should be {summary(expected)}"
-    )
-    if not torch.equal(got, expected):
-        at = tuple((got != expected).nonzero()[0].tolist())
-        raise AssertionError(
-            f"{what}[{at}]={got[at].item()}, but should be {expected[at].item()} "
-            f"[{what}={got.tolist()}]"
-        )
+from literals import assert_tensor, i32, meta, set_, via
 
 
 def chain(bs, drafts, dtype=torch.int64):
@@ -260,18 +237,6 @@ def test_real_mode_matches_greedy_verification_when_every_row_accepts_one_draft(
 
 # Bad inputs as data, run by one test (PyTorch OpInfo's ErrorInput): (description, change to
 # a valid call, error type, message pattern naming the argument).
-
-
-def set_(**fields):
-    return lambda kwargs: dict(kwargs, **fields)
-
-
-def via(name, fn):
-    return lambda kwargs: dict(kwargs, **{name: fn(kwargs[name])})
-
-
-def meta(t):
-    return t.to("meta")
 
 
 def eagle_kwargs(mode):

@@ -12,34 +12,7 @@ import pytest
 import torch
 
 import simacc as sa
-
-
-def summary(t):
-    return f"Tensor[size={tuple(t.shape)}, dtype={t.dtype}, device={t.device}]"
-
-
-def assert_tensor(what, got, expected):
-    """Exact equality of an integer tensor, dtype, shape and device included."""
-    __tracebackhide__ = True
-    assert summary(got) == summary(expected), (
-        f"{what}={summary(got)}, but should be {summary(expected)}"
-    )
-    if not torch.equal(got, expected):
-        at = tuple((got != expected).nonzero()[0].tolist())
-        raise AssertionError(
-            f"{what}[{at}]={got[at].item()}, but should be {expected[at].item()} "
-            f"[{what}={got.tolist()}]"
-        )
-
-
-def i32(data, shape=None):
-    t = torch.tensor(data, dtype=torch.int32)
-    return t if shape is None else t.reshape(shape)
-
-
-def i64(data, shape=None):
-    t = torch.tensor(data, dtype=torch.int64)
-    return t if shape is None else t.reshape(shape)
+from literals import assert_tensor, i32, i64, meta, set_, via
 
 
 def dflash_kwargs(bs, block, x, mode, token_dtype=torch.int64):
@@ -153,18 +126,6 @@ def test_strided_and_transposed_views_are_read_and_written_through(mode, tokens,
 def test_every_parameter_is_keyword_only():
     with pytest.raises(TypeError, match="positional"):
         sa.apply_dflash_simulated_acceptance(*dflash_kwargs(1, 2, 1, "fixed").values())
-
-
-def set_(**fields):
-    return lambda kwargs: dict(kwargs, **fields)
-
-
-def via(name, fn):
-    return lambda kwargs: dict(kwargs, **{name: fn(kwargs[name])})
-
-
-def meta(t):
-    return t.to("meta")
 
 
 def narrow_block(width):
