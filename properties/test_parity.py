@@ -8,9 +8,10 @@ from hypothesis import given
 
 import strategies as sx
 from properties import support
+from simacc import plugin
 from simacc.assertions import check, check_equal
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA: torch.cuda.is_available() is False")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason=plugin.NO_CUDA)
 
 
 def check_same_outcome(on_cuda, on_cpu, case):
