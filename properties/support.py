@@ -5,13 +5,14 @@ A legacy implementation has only the fixed token mode, so the case strategies re
 session's selection lazily (when the first example is drawn, after pytest has configured).
 """
 
+import functools
 import math
 
 import torch
 from hypothesis import strategies as st
 
 import strategies as sx
-from simacc import plugin
+from simacc import impl
 from simacc.assertions import check_equal
 from simacc.cases import EagleCase, TensorArg
 
@@ -19,8 +20,20 @@ FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
 
 
 def eagle_cases(**kwargs):
-    """``sx.eagle_cases`` restricted to the token modes of the implementation under test."""
-    return st.deferred(lambda: sx.eagle_cases(modes=plugin.modes_under_test(), **kwargs))
+    """``sx.eagle_cases`` restricted to the token modes of the implementation under test,
+    read at every draw: the implementation can change between runs of one property (a
+    session inside another, the zoo's in-process runs)."""
+    return _following_modes(tuple(sorted(kwargs.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _eagle_cases(modes, options):
+    return sx.eagle_cases(modes=modes, **dict(options))
+
+
+@st.composite
+def _following_modes(draw, options):
+    return draw(_eagle_cases(impl.modes_under_test(), options))
 
 
 def expected_index(case):

@@ -12,11 +12,14 @@ pytestmark = pytest.mark.contracts("eagle", "legacy")
 
 @given(case=support.eagle_cases())
 def test_index_is_a_fresh_int32_tensor_of_shape_bs_by_width(impl, device, case):
-    got = impl.run(case, device).returned
+    outcome = impl.run(case, device)
+    got = outcome.returned
     check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
     check(tuple(got.shape) == (case.bs, case.max_len), "index.shape", tuple(got.shape), (case.bs, case.max_len), case)
     check(got.dtype == torch.int32, "index.dtype", got.dtype, torch.int32, case)
-    check(got.device == torch.device(device), "index.device", got.device, device, case)
+    # the inputs' own device, never the parameter's spelling: "cuda" is cuda:0, "cpu:0" is cpu
+    where = outcome.args["accept_index"].device
+    check(got.device == where, "index.device", got.device, f"{where} (accept_index's device)", case)
 
 
 @given(case=support.eagle_cases())

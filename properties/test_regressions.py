@@ -9,7 +9,7 @@ applies to (else *not applicable*), and against that contract's reference by def
 
 import pytest
 
-from simacc import reprofile
+from simacc import devices, reprofile
 from simacc.impl import CONTRACTS
 
 
@@ -32,8 +32,8 @@ def test_regression(impl, device, regression):
         record = reprofile.load(regression)
     except reprofile.ReproError as e:
         pytest.fail(f"{regression}: {e}", pytrace=False)
-    if not record.property.takes_device and device != "cuda":
-        pytest.skip("a property across devices (CPU/CUDA parity) replays under the cuda parameter")
+    if record.property.across_devices and not devices.is_cuda(device):
+        pytest.skip("a property across devices (CPU/CUDA parity) replays under a CUDA parameter")
     error = record.property.replay(impl, device, record.case)
     if error is not None:
         raise error

@@ -3,12 +3,28 @@ raises ``argparse.ArgumentTypeError`` with the bad value quoted."""
 
 import argparse
 
-DEVICE_CHOICES = ("cpu", "cuda", "all")
+DEVICE_HELP = "cpu, cuda, all, an indexed one (cpu:0, cuda:1) or a comma-separated list (cpu,cuda:1)"
 
 
 def device_choice(value):
-    if value not in DEVICE_CHOICES:
-        raise argparse.ArgumentTypeError(f"must be one of {DEVICE_CHOICES}, got {value!r}")
+    """A device selection (:func:`simacc.devices.expand`), returned as given."""
+    from simacc import devices
+
+    try:
+        devices.expand(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def one_device(value):
+    """A single device spelling (``cpu``, ``cuda:1``), not ``all`` or a list."""
+    from simacc import devices
+
+    try:
+        devices.parse(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return value
 
 

@@ -9,6 +9,7 @@ exactly what the suite checks.
 import importlib
 import inspect
 import pkgutil
+import sys
 from dataclasses import dataclass
 
 from simacc.impl import CONTRACTS
@@ -24,29 +25,34 @@ class Property:
     contracts: tuple
 
     @property
-    def takes_device(self):
-        """False for a property that spans devices itself (CPU/CUDA parity)."""
-        return "device" in _parameters(self.test)
+    def across_devices(self):
+        """True for a property comparing a CUDA device (its ``device``) with the CPU."""
+        return _marked(self.test, "across_devices") is not None
 
     def replay(self, runner, device, case):
         """Run the property's body on ``case``; the exception it raised, or None."""
         from simacc.observe import ImplementationHung
 
-        kwargs = {"impl": runner, "case": case} | ({"device": device} if self.takes_device else {})
         try:
-            self.test.hypothesis.inner_test(**kwargs)
+            self.test.hypothesis.inner_test(impl=runner, device=device, case=case)
         except (Exception, ImplementationHung) as e:  # noqa: BLE001 - a failing property is a result here
             return e
         return None
 
 
-def _marked_contracts(*holders):
-    for holder in holders:
+def _marked(test, name):
+    """The closest mark ``name`` on ``test`` or its module, or None."""
+    for holder in (test, sys.modules.get(test.__module__)):
         marks = getattr(holder, "pytestmark", [])
         for mark in marks if isinstance(marks, list) else [marks]:
-            if mark.name == "contracts":
-                return tuple(mark.args)
-    return CONTRACTS
+            if mark.name == name:
+                return mark
+    return None
+
+
+def _contracts(test):
+    mark = _marked(test, "contracts")
+    return tuple(mark.args) if mark is not None else CONTRACTS
 
 
 def _parameters(test):
@@ -55,15 +61,15 @@ def _parameters(test):
 
 
 def replayable(test):
-    """Whether a case can replay ``test``: a ``@given(case=...)`` test of ``impl``, ``case``
-    and perhaps ``device``."""
-    return {"impl", "case"} <= _parameters(test) <= {"impl", "device", "case"}
+    """Whether a case can replay ``test``: a ``@given(case=...)`` test of ``impl``,
+    ``device`` and ``case``."""
+    return _parameters(test) == {"impl", "device", "case"}
 
 
 def _properties_in(module_name):
     module = importlib.import_module(module_name)
     return {
-        name.removeprefix("test_"): Property(name.removeprefix("test_"), module_name, test, _marked_contracts(test, module))
+        name.removeprefix("test_"): Property(name.removeprefix("test_"), module_name, test, _contracts(test))
         for name, test in vars(module).items()
         if name.startswith("test_") and replayable(test)
     }

@@ -47,7 +47,7 @@ class CheckError(Exception):
 
 
 def register(subparsers):
-    from simacc.argtypes import DEVICE_CHOICES, positive_int, positive_seconds, workers
+    from simacc.argtypes import DEVICE_HELP, device_choice, positive_int, positive_seconds, workers
 
     p = subparsers.add_parser(
         "check",
@@ -60,7 +60,7 @@ def register(subparsers):
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL; "
                    "default: the reference of --contract, else of eagle)")
     p.add_argument("--contract", choices=CONTRACTS, help="force the contract instead of inferring it from the signature")
-    p.add_argument("--device", choices=DEVICE_CHOICES, help="cpu, cuda or all (default all; cuda is skipped where it is missing)")
+    p.add_argument("--device", type=device_choice, help=f"{DEVICE_HELP} (default all; cuda is skipped where it is missing)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (overrides the profile)")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P", help="Hypothesis profile: default, ci or thorough")
     p.add_argument("--seed", type=int, metavar="S", help="Hypothesis seed, for a reproducible run")
@@ -125,7 +125,7 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
     from hypothesis import settings
 
     import simacc
-    from simacc import impl, plugin, profiles
+    from simacc import devices, impl, plugin, profiles
     from simacc.observe import DEFAULT_TIMEOUT
 
     contract = contract or env.get("CONTRACT")
@@ -138,8 +138,10 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
         raise UsageError(str(e)) from None
     device = device or env.get("DEVICE", "all")
     profile = profile or env.get("PROFILE") or settings.get_current_profile_name()
-    if device not in argtypes.DEVICE_CHOICES:
-        raise UsageError(f"SIMACC_DEVICE must be one of {argtypes.DEVICE_CHOICES}, got {device!r}")
+    try:
+        argtypes.device_choice(device)
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"SIMACC_DEVICE: {e}") from None
     if profile not in profiles.EXAMPLES:
         raise UsageError(f"unknown Hypothesis profile {profile!r}; registered: {', '.join(profiles.EXAMPLES)}")
     try:
@@ -160,7 +162,7 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
         "contract": chosen.contract,
         "contract_from": "forced" if contract else "inferred from the signature",
         "device": device,
-        "devices": ["cpu", "cuda"] if device == "all" else [device],
+        "devices": list(devices.expand(device)),
         "cuda_available": torch.cuda.is_available(),
         "profile": profile,
         "max_examples": max_examples or chosen_profile.max_examples,

@@ -32,7 +32,7 @@ def register(subparsers):
     )
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL", help="implementation under test (default: the references)")
     p.add_argument("--minutes", type=argtypes.positive_number("minutes"), required=True, help="how long to fuzz (fractions allowed)")
-    p.add_argument("--device", default=None, choices=("cpu", "cuda", "all"), help="device(s) to run on (default all)")
+    p.add_argument("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all)")
     p.add_argument("--repro-dir", default=env.get("REPRO_DIR", ".simacc/failures"), help="where repro files go (default .simacc/failures; env SIMACC_REPRO_DIR)")
     p.add_argument("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract")
     p.add_argument("-k", dest="select", default=None, metavar="EXPR", help="only properties matching this pytest -k expression")

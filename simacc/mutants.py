@@ -212,7 +212,7 @@ def render(zoo):
 
 
 def register(subparsers):
-    from simacc.argtypes import positive_int, workers
+    from simacc.argtypes import device_choice, positive_int, workers
 
     p = subparsers.add_parser(
         "mutants",
@@ -229,7 +229,7 @@ def register(subparsers):
                    help=f"checks run at a time, each in its own pytest process (default {DEFAULT_WORKERS})")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P",
                    help="Hypothesis profile (default: the current one, or 'default' with --seeds > 1)")
-    p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cpu",
+    p.add_argument("--device", type=device_choice, default="cpu",
                    help="devices for the entries whose mistake shows anywhere (default cpu)")
     p.add_argument("--expected-only", action="store_true",
                    help="run each mutant only through the properties expected to kill it (fast; CI's choice)")

@@ -4,25 +4,35 @@ This is the one place where the implementation is called. Whatever goes wrong in
 (an exception, an asynchronous CUDA error) becomes an :class:`ImplementationFailed`
 assertion, so a property fails with a clear message instead of the harness crashing.
 
-A call runs in a thread with a time limit. A call past it raises :class:`ImplementationHung`,
-which stops Hypothesis at once: shrinking would call the hanging implementation again and
-again, one time limit each. The stuck thread cannot be killed; it is left behind as a
-daemon. If it holds the GIL so that the test cannot even regain control, a watchdog
-(``faulthandler``) ends the process a little later, which xdist reports as a crashed
-worker: a failed property either way, never a hung run (issue #4).
+Each call has a time limit, and costs microseconds, not a thread (issue #10). In the main
+thread a ``SIGALRM`` timer interrupts a call that runs past the limit with
+:class:`ImplementationHung`, which stops Hypothesis at once: shrinking would call the
+hanging implementation again and again, one time limit each. A call stuck in C code that
+never lets the interpreter run the signal handler is ended by a watchdog (``faulthandler``)
+a little later, which kills the process: xdist reports a crashed worker, a failed property
+either way, never a hung run (issue #4). The watchdog is armed with room to spare and
+re-armed only when the room runs out, so it costs nothing per call. Outside the main thread
+(or without ``SIGALRM``) the call runs in a helper thread that is abandoned if it hangs.
+
+On CUDA the call runs with the inputs' device as the current one (as a serving process
+does) and is followed by a synchronisation of that device, so asynchronous errors belong to
+the call that caused them (issue #9).
 
 The last case run is remembered for the repro file.
 """
 
 import faulthandler
+import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import torch
 
 DEFAULT_TIMEOUT = 30.0
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
+WATCHDOG_ROOM = 20.0  # extra seconds the watchdog is armed with, so that it is re-armed rarely
 
 
 class ImplementationFailed(AssertionError):
@@ -40,70 +50,91 @@ class ImplementationHung(BaseException):
 
 @dataclass
 class Outcome:
-    """What one call did: its return value (or error), every tensor argument after the
-    call (``args``) and a copy from before (``before``), and the CPU generator state."""
+    """What one call did: its return value (or error), every argument after the call
+    (``args``) and the CPU generator state before and after. ``before`` rebuilds the
+    arguments as they were before the call, from the case, when a property asks."""
 
     returned: object
     error: BaseException | None
     args: dict
-    before: dict
     rng_before: torch.Tensor
     rng_after: torch.Tensor
+    case: object
+    device: str
 
     @property
     def draws_consumed(self):
         return not torch.equal(self.rng_before, self.rng_after)
 
+    @property
+    def before(self):
+        return {k: v for k, v in self.case.args(self.device).items() if isinstance(v, torch.Tensor)}
+
+
+class _Watchdog:
+    """faulthandler's one process-ending timer, shared by every runner of the process."""
+
+    def __init__(self):
+        self.until = 0.0
+        self.users = 0
+
+    def cover(self, seconds):
+        """Make sure the timer fires no sooner than ``seconds`` from now."""
+        now = time.monotonic()
+        if self.until - now < seconds and sys.__stderr__ is not None:  # it needs a real file
+            faulthandler.dump_traceback_later(seconds + WATCHDOG_ROOM, exit=True, file=sys.__stderr__)
+            self.until = now + seconds + WATCHDOG_ROOM
+
+    def release(self):
+        self.users -= 1
+        if self.users == 0 and self.until:
+            faulthandler.cancel_dump_traceback_later()
+            self.until = 0.0
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _alarm(signum, frame):
+    raise ImplementationHung
+
 
 class Runner:
-    """Calls one :class:`~simacc.impl.Implementation` with a time limit per call."""
+    """Calls one :class:`~simacc.impl.Implementation` with a time limit per call.
+
+    Use it as a context manager (the ``impl`` fixture does): leaving it disarms the
+    watchdog once no other runner needs it.
+    """
 
     def __init__(self, impl, timeout=DEFAULT_TIMEOUT):
         self.impl = impl
         self.timeout = timeout
         self.last = None  # (case, device) of the most recent call: what a repro records
 
+    def __enter__(self):
+        _WATCHDOG.users += 1
+        return self
+
+    def __exit__(self, *exc):
+        _WATCHDOG.release()
+
     def attempt(self, case, device):
         """Run ``case`` on ``device`` from its seed; never raises for the implementation's
         own errors (they land in ``Outcome.error``), only :class:`ImplementationHung`."""
         self.last = (case, device)
         args = case.args(device)
-        before = {k: v.clone() for k, v in args.items() if isinstance(v, torch.Tensor)}
         torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
-        result = {}
-
-        def target():
-            try:
-                result["returned"] = self.impl.call(args)
-                if torch.device(device).type == "cuda":
-                    torch.cuda.synchronize()
-            except BaseException as e:  # noqa: BLE001 - reported, never swallowed
-                result["error"] = e
-
-        thread = threading.Thread(target=target, daemon=True, name="simacc-call")
-        watchdog = sys.__stderr__ is not None  # faulthandler needs a real file to write to
-        if watchdog:
-            faulthandler.dump_traceback_later(self.timeout + WATCHDOG_GRACE, exit=True, file=sys.__stderr__)
         try:
-            thread.start()
-            thread.join(self.timeout)
-        finally:
-            if watchdog:
-                faulthandler.cancel_dump_traceback_later()
-        if thread.is_alive():
+            returned, error = self._call(args), None
+        except ImplementationHung:
             raise ImplementationHung(
                 f"{self.impl.spec} did not return within {self.timeout:g} s on {device} "
                 f"(the per-call time limit) [{case.summary()}]"
-            )
-        return Outcome(
-            returned=result.get("returned"),
-            error=result.get("error"),
-            args=args,
-            before=before,
-            rng_before=rng_before,
-            rng_after=torch.get_rng_state(),
-        )
+            ) from None
+        except BaseException as e:  # noqa: BLE001 - reported, never swallowed
+            returned, error = None, e
+        return Outcome(returned, error, args, rng_before, torch.get_rng_state(), case, device)
 
     def run(self, case, device):
         """Like :meth:`attempt`, but an error from the implementation fails the property."""
@@ -114,3 +145,55 @@ class Runner:
                 f"{self.impl.spec} raised {type(e).__name__}: {e} on {device} [{case.summary()}]"
             ) from e
         return outcome
+
+    def _call(self, args):
+        cuda = _cuda_device(args)
+        if cuda is None:
+            return self._limited(self.impl.call, args)
+
+        def on_device(kwargs):
+            with torch.cuda.device(cuda):
+                returned = self.impl.call(kwargs)
+                torch.cuda.synchronize(cuda)
+            return returned
+
+        return self._limited(on_device, args)
+
+    def _limited(self, fn, args):
+        _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+            try:
+                return fn(args)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+        return _in_thread(fn, args, self.timeout)
+
+
+def _cuda_device(args):
+    for value in args.values():
+        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            return value.device
+    return None
+
+
+def _in_thread(fn, args, timeout):
+    """``fn(args)`` in a helper thread, abandoned (a daemon) if it outlasts ``timeout``."""
+    result = {}
+
+    def target():
+        try:
+            result["returned"] = fn(args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            result["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True, name="simacc-call")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise ImplementationHung
+    if "error" in result:
+        raise result["error"]
+    return result["returned"]

@@ -8,7 +8,9 @@ cheap to import; torch and the implementation are loaded in the hooks.
   against the built-in reference of its first contract.
 * ``@pytest.mark.contracts(...)`` says which contracts a property applies to; the others
   are skipped as *not applicable*, never silently passed.
-* ``device`` is a parameter (``cpu``, ``cuda``), never drawn: a case replays anywhere.
+* ``device`` is a parameter (``cpu``, ``cuda``, ``cuda:1``, ...), never drawn: a case
+  replays anywhere. ``@pytest.mark.across_devices`` properties (CPU/CUDA parity) are
+  parametrized over the selected CUDA devices and need a CPU selected too.
 * Each Hypothesis test's report carries ``("simacc_examples", n)`` in its
   ``user_properties``: the examples Hypothesis ran to an outcome (see :func:`examples_run`).
 * ``--simacc-results PATH`` writes every test report as a JSON line: how ``simacc check``
@@ -25,14 +27,13 @@ import pytest
 from simacc import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
 
 NOT_APPLICABLE = "not applicable"
-NO_CUDA = "no CUDA: torch.cuda.is_available() is False"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("simacc", "simulated-acceptance conformance")
     group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
     group.addoption("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
-    group.addoption("--device", default=None, type=argtypes.device_choice, help="cpu, cuda or all (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
+    group.addoption("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
     group.addoption("--simacc-timeout", default=None, type=argtypes.positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
     group.addoption("--xfails", default=None, help="file of property ids expected to fail, '#' comments (env SIMACC_XFAILS)")
     group.addoption("--repro-dir", default=None, help="folder for repro files of failing cases (default .simacc/failures; env SIMACC_REPRO_DIR)")
@@ -45,6 +46,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.pluginmanager.import_plugin("simacc.recording")
     config.addinivalue_line("markers", "contracts(*names): the contracts (eagle, legacy, dflash) a property applies to")
+    config.addinivalue_line("markers", "across_devices: a property comparing a CUDA device with the CPU (parametrized over the selected CUDA devices)")
     opt = config.getoption
     _load_profile(opt("--hypothesis-profile", default=None) or env.get("PROFILE"), opt("--max-examples"))
     results = opt("--simacc-results")
@@ -69,15 +71,24 @@ def pytest_configure(config):
         timeout = argtypes.positive_seconds(timeout) if timeout is not None else None
     except argparse.ArgumentTypeError as e:
         raise pytest.UsageError(f"SIMACC_DEVICE/SIMACC_TIMEOUT: {e}") from None
-    global _selected
-    _selected = selected
+    from simacc import devices, impl
+
     config.stash[_STATE] = _State(
         selected=selected,
-        devices=("cpu", "cuda") if device == "all" else (device,),
+        devices=devices.expand(device),
         timeout=timeout,
         xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
     )
+    config.stash[_UNDER_TEST] = impl.testing(selected)
+    config.stash[_UNDER_TEST].__enter__()
+
+
+def pytest_unconfigure(config):
+    # A session run inside another (simacc check from a test) gives the selection back.
+    under_test = config.stash.get(_UNDER_TEST, None)
+    if under_test is not None:
+        under_test.__exit__(None, None, None)
 
 
 def _load_profile(name, max_examples):
@@ -107,12 +118,7 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
-_selected = None  # the session's implementation, for strategies that draw before fixtures
-
-
-def modes_under_test():
-    """The token modes the selected implementation can be asked for (both by default)."""
-    return _selected.modes if _selected is not None else ("fixed", "real-draft-token")
+_UNDER_TEST = pytest.StashKey[object]()
 
 
 def state(config):
@@ -143,16 +149,34 @@ def property_id(item):
 
 
 def pytest_generate_tests(metafunc):
-    if "device" in metafunc.fixturenames:
-        import torch
+    if "device" not in metafunc.fixturenames:
+        return
+    from simacc import devices
 
-        params = []
-        for dev in state(metafunc.config).devices:
-            marks = ()
-            if dev == "cuda" and not torch.cuda.is_available():
-                marks = (pytest.mark.skip(reason=NO_CUDA),)
-            params.append(pytest.param(dev, id=dev, marks=marks))
-        metafunc.parametrize("device", params)
+    selected = state(metafunc.config).devices
+    if metafunc.definition.get_closest_marker("across_devices") is None:
+        params = [_device_param(d, devices.unavailable(d)) for d in selected]
+    else:
+        params = _across_device_params(selected)
+    metafunc.parametrize("device", params)
+
+
+def _device_param(spelling, skip_reason):
+    marks = (pytest.mark.skip(reason=skip_reason),) if skip_reason else ()
+    return pytest.param(spelling, id=spelling, marks=marks)
+
+
+def _across_device_params(selected):
+    """One parameter per selected CUDA device, each compared with the CPU; skipped with
+    the reason when CUDA or the CPU is not selected (``--device`` is honoured, issue #14)."""
+    from simacc import devices
+
+    cuda = [d for d in selected if devices.is_cuda(d)]
+    if not cuda:
+        return [_device_param("cuda", "compares a CUDA device with the CPU, and --device selects no CUDA device")]
+    if all(devices.is_cuda(d) for d in selected):
+        return [_device_param(d, "compares this CUDA device with the CPU, and --device selects no CPU") for d in cuda]
+    return [_device_param(d, devices.unavailable(d)) for d in cuda]
 
 
 def _contracts(item):
@@ -296,7 +320,8 @@ def impl(request):
     if chosen is None:
         contracts = _contracts(request.node) or ("eagle",)
         chosen = impls.reference(contracts[0])
-    return Runner(chosen, st.timeout or DEFAULT_TIMEOUT)
+    with Runner(chosen, st.timeout or DEFAULT_TIMEOUT) as runner:
+        yield runner
 
 
 def pytest_report_header(config):
@@ -316,7 +341,8 @@ def pytest_report_header(config):
     seed = seed or ("fixed (derandomized)" if profile.derandomize else "random")
     lines = [
         f"simacc: implementation {under_test}",
-        f"simacc: devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}); "
+        f"simacc: devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
+        f"{torch.cuda.device_count()} device(s)); "
         f"profile {settings.get_current_profile_name()!r} (max_examples={profile.max_examples}, "
         f"derandomize={profile.derandomize}); seed {seed}; "
         f"torch {torch.__version__}, hypothesis {hypothesis.__version__}",

@@ -13,11 +13,39 @@ from simacc.sampling import sample_simulated_acc_len
 FIXED_TOKEN_ID = 100
 
 
-def _simulated_index(accept_index, length, width):
-    """``(bs, width)`` int32: row ``i`` is ``root_i + 0..length-1``, then -1."""
-    cols = torch.arange(width, dtype=torch.int32, device=accept_index.device)
-    roots = accept_index[:, :1].to(torch.int32)
-    return torch.where(cols < length, roots + cols, -1).to(torch.int32)
+_ROWS = {}  # (width, length, device) -> (keep, base): see _simulated_index
+
+
+def _row_template(width, length, device):
+    """``keep[j] = j < length`` and ``base[j] = j if j < length else -1`` on ``device``,
+    made once per shape, so that the whole index is one ``addcmul`` (issue #9)."""
+    key = (width, length, device)
+    found = _ROWS.get(key)
+    if found is None:
+        cols = torch.arange(width, dtype=torch.int32, device=device)
+        keep = cols < length
+        found = _ROWS[key] = (keep.to(torch.int32), torch.where(keep, cols, -1).to(torch.int32))
+    return found
+
+
+def _simulated_index(roots, length, width):
+    """``(bs, width)`` int32 from ``(bs, 1)`` roots: row ``i`` is ``root_i + 0..length-1``,
+    then -1 (``root * keep + base``)."""
+    keep, base = _row_template(width, length, roots.device)
+    return torch.addcmul(base, roots if roots.dtype == torch.int32 else roots.to(torch.int32), keep)
+
+
+def _check_roots_fit(roots, width, size):
+    """Every ``(bs, 1)`` root in ``[0, size - width]``, so the accepted slots fit in
+    ``predict``: a clamp and a comparison, no reduction or scalar read when they do."""
+    limit = size - width
+    if limit >= 0 and torch.equal(roots.clamp(0, limit), roots):
+        return
+    low, high = (int(v) for v in roots.aminmax())
+    raise ValueError(
+        f"accept_index roots must lie in [0, {limit}] so the accepted slots fit in predict "
+        f"(length {size}), got [{low}, {high}]"
+    )
 
 
 def _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps):
@@ -28,26 +56,10 @@ def _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps)
     checks.check_tensor("num_correct_drafts", num_correct_drafts, shape=(bs,))
 
 
-def generate_simulated_accept_index(
-    accept_index,
-    predict,
-    num_correct_drafts,
-    candidates,
-    target_predict,
-    bs,
-    spec_steps,
-    simulate_acc_len,
-    simulate_acc_method="match-expected",
-    simulate_acc_token_mode="fixed",
-    fixed_token_id=FIXED_TOKEN_ID,
-):
-    """Force one acceptance length ``L`` on the batch and return the simulated index.
-
-    Writes ``num_correct_drafts`` (``L - 1``) and ``predict``: all ``fixed_token_id`` in
-    fixed mode; in real-draft-token mode the accepted slots get the draft tokens and the
-    last one the target's bonus token, other slots keep their value. Stricter than
-    upstream: an unknown token mode is an error here, not silently fixed.
-    """
+def _check_eagle_args(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                      spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                      fixed_token_id):
+    """Every check, in upstream's order, each raising with a message that names the argument."""
     checks.check_length(simulate_acc_len)
     checks.check_method(simulate_acc_method)
     checks.check_mode(simulate_acc_token_mode)
@@ -71,24 +83,50 @@ def generate_simulated_accept_index(
         candidates=candidates if real else None,
         target_predict=target_predict if real else None,
     )
-    if real and bs > 0:
-        roots = accept_index[:, 0]
-        low, high = int(roots.min()), int(roots.max())
-        if low < 0 or high + width > predict.shape[0]:
-            raise ValueError(
-                f"accept_index roots must lie in [0, {predict.shape[0] - width}] so the "
-                f"accepted slots fit in predict (length {predict.shape[0]}), got [{low}, {high}]"
-            )
+
+
+def generate_simulated_accept_index(
+    accept_index,
+    predict,
+    num_correct_drafts,
+    candidates,
+    target_predict,
+    bs,
+    spec_steps,
+    simulate_acc_len,
+    simulate_acc_method="match-expected",
+    simulate_acc_token_mode="fixed",
+    fixed_token_id=FIXED_TOKEN_ID,
+):
+    """Force one acceptance length ``L`` on the batch and return the simulated index.
+
+    Writes ``num_correct_drafts`` (``L - 1``) and ``predict``: all ``fixed_token_id`` in
+    fixed mode; in real-draft-token mode the accepted slots get the draft tokens and the
+    last one the target's bonus token, other slots keep their value. Stricter than
+    upstream: an unknown token mode is an error here, not silently fixed.
+    """
+    real = simulate_acc_token_mode == "real-draft-token"
+    if not checks.plainly_valid_eagle(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                      bs, spec_steps, simulate_acc_len, simulate_acc_method,
+                                      simulate_acc_token_mode, fixed_token_id):
+        _check_eagle_args(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                          spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                          fixed_token_id)
+    width = spec_steps + 1
+    roots = accept_index[:, :1]
+    if real and bs > 0 and roots.device.type == "cpu":
+        # On CUDA this check would cost a device synchronisation per call (issue #9), and
+        # upstream makes none: there an out-of-range root fails in torch's indexing instead.
+        _check_roots_fit(roots, width, predict.shape[0])
 
     length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
-    out = _simulated_index(accept_index, length, width)
+    out = _simulated_index(roots, length, width)
     num_correct_drafts.fill_(length - 1)
     if not real:
         predict.fill_(fixed_token_id)
         return out
-    slots = out[:, :length].long()
     tokens = torch.cat([candidates[:, 1:length], target_predict[:, length - 1 : length]], 1)
-    predict[slots.reshape(-1)] = tokens.reshape(-1).to(predict.dtype)
+    predict[out[:, :length]] = tokens.to(predict.dtype)
     return out
 
 
@@ -114,7 +152,7 @@ def legacy_generate_simulated_accept_index(
     )
     width = spec_steps + 1
     length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
-    out = _simulated_index(accept_index, length, width)
+    out = _simulated_index(accept_index[:, :1], length, width)
     num_correct_drafts.fill_(length - 1)
     predict.fill_(FIXED_TOKEN_ID)
     return out

@@ -15,7 +15,7 @@ import torch
 
 from simacc import argtypes
 from simacc.impl import CONTRACTS
-from simacc.reprofile import DEVICES, MAX_MESSAGE, ReproError, corpus_dir, dumps, load, write_atomically
+from simacc.reprofile import MAX_MESSAGE, ReproError, corpus_dir, dumps, load, write_atomically
 
 
 def register(subparsers):
@@ -29,7 +29,7 @@ def register(subparsers):
     p.add_argument("path", metavar="PATH", help="a repro file (written by a failing property)")
     p.add_argument("--impl", default=None, help="implementation to replay against (default: the one recorded in the file)")
     p.add_argument("--contract", default=None, choices=CONTRACTS, help="force the implementation's contract")
-    p.add_argument("--device", default=None, choices=DEVICES, help="device to replay on (default: the recorded one; "
+    p.add_argument("--device", default=None, type=argtypes.one_device, help="device to replay on (default: the recorded one; "
                    "a case recorded on cuda replays on cpu where CUDA is missing)")
     p.add_argument("--timeout", type=argtypes.positive_seconds, default=None, help="per-call time limit in seconds (default 30)")
     p.add_argument("--promote", action="store_true", help="also add the case to the regression corpus (it must pass against the reference)")
@@ -59,7 +59,7 @@ def run(args):
     device = _device(args.device, record.device)
     if device is None:
         return 2
-    if not record.property.takes_device and not torch.cuda.is_available():
+    if record.property.across_devices and not torch.cuda.is_available():
         print(f"simacc repro: {record.property.id} compares CUDA with CPU, and CUDA is not available here", file=sys.stderr)
         return 2
     timeout = args.timeout or DEFAULT_TIMEOUT
@@ -88,14 +88,19 @@ def run(args):
 
 def _device(asked, recorded):
     """The device to replay on, or None (after saying why) when it cannot be had."""
-    cuda = torch.cuda.is_available()
-    if asked == "cuda" and not cuda:
-        print("simacc repro: --device cuda, but CUDA is not available here", file=sys.stderr)
-        return None
-    if asked is None and recorded == "cuda" and not cuda:
-        print("note: recorded on cuda; CUDA is not available here, so replaying on cpu")
+    from simacc import devices
+
+    if asked is not None:
+        missing = devices.unavailable(asked)
+        if missing:
+            print(f"simacc repro: --device {asked}, but {missing}", file=sys.stderr)
+            return None
+        return asked
+    missing = devices.unavailable(recorded)
+    if missing:
+        print(f"note: recorded on {recorded}; {missing}, so replaying on cpu")
         return "cpu"
-    return asked or recorded
+    return recorded
 
 
 # -- showing where the outputs differ ------------------------------------------------------

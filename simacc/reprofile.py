@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from simacc import devices
 from simacc.cases import CASE_TYPES, DTYPES, LAYOUTS, DflashCase, EagleCase, TensorArg
 from simacc.catalogue import Property, find_property
 from simacc.impl import CONTRACTS
@@ -31,7 +32,6 @@ MAX_NDIM = 4
 MAX_MESSAGE = 4000
 KEYS = ("schema", "property", "module", "contract", "impl", "device", "message", "case")
 TENSOR_KEYS = ("dtype", "shape", "layout", "values")
-DEVICES = ("cpu", "cuda")
 NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1)}
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
@@ -295,8 +295,10 @@ def parse(text):
     if contract not in CONTRACTS:
         raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {CONTRACTS})")
     device = _string(doc, "device")
-    if device not in DEVICES:
-        raise ReproError(f"unknown device {device[:80]!r} (expected one of {DEVICES})")
+    try:
+        devices.parse(device)
+    except ValueError:
+        raise ReproError(f"unknown device {device[:80]!r} (expected cpu, cuda, cpu:N or cuda:N)") from None
     impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
     case = decode_case(doc["case"])
     wanted = DflashCase if contract == "dflash" else EagleCase

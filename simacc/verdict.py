@@ -19,7 +19,7 @@ PASS, FAIL, NOT_APPLICABLE, XFAIL, XPASS, SKIPPED = (
 )
 STATUSES = (PASS, FAIL, XFAIL, XPASS, NOT_APPLICABLE, SKIPPED)  # the order summaries list them in
 CHECKED = (PASS, FAIL, XFAIL, XPASS)  # statuses that mean the implementation was run
-DEVICES = ("cpu", "cuda")
+_DEVICE = re.compile(r"(cpu|cuda|meta)(:\d+)?")
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
 _HYPOTHESIS_NOTES = re.compile(r"\n(Falsifying example|Failing test case|Explanation|You can reproduce|Trying example)\b.*", re.S)
 
@@ -81,7 +81,7 @@ def split_nodeid(nodeid):
     ``("name", "cpu", "name[0.5-cpu]")``; the name is how a row shows one test."""
     name = nodeid.split("::")[-1].removeprefix("test_")
     base, _, params = name.partition("[")
-    device = next((t for t in params.rstrip("]").split("-") if t in DEVICES), None)
+    device = next((t for t in params.rstrip("]").split("-") if _DEVICE.fullmatch(t)), None)
     return base, device, name
 
 
@@ -175,7 +175,7 @@ def build(header, order, reports, stopped=""):
             result = PropertyResult(pid, FAIL, None, 0.0, why, devices=(device,) if device else (), nodeid=nodeid)
         results.append(result)
     notes = []
-    for device in DEVICES:
+    for device in dict.fromkeys(d for r in results for d in r.devices):
         on = [r for r in results if r.devices == (device,)]
         reasons = {r.message for r in on if r.status == SKIPPED}
         others = [r for r in results if r.devices != (device,)]

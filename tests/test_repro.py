@@ -160,7 +160,7 @@ def test_a_case_recorded_on_cuda_replays_on_cpu(tmp_path, capsys):
     assert "on cpu (recorded on cuda)" in capsys.readouterr().out
     if not torch.cuda.is_available():
         assert cli.main(["repro", str(path)]) == 0
-        assert "CUDA is not available here, so replaying on cpu" in capsys.readouterr().out
+        assert "no CUDA: torch.cuda.is_available() is False, so replaying on cpu" in capsys.readouterr().out
         assert cli.main(["repro", str(path), "--device", "cuda"]) == 2
 
 

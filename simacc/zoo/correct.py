@@ -5,6 +5,8 @@ copy of the sampler in plain Python arithmetic (the same generator calls, so the
 draws); it is also the naive baseline that ``simacc bench`` times the reference against.
 ``scatter_based`` is vectorised differently from the reference: a masked fill for the
 index, ``roll`` to line the drafts up with their slots, and ``scatter_`` to write them.
+``plain_eager`` is upstream's sequence of torch ops with no argument checks at all: the
+latency baseline the reference is measured against (issue #9).
 """
 
 import math
@@ -60,6 +62,25 @@ def legacy_per_row_loop(accept_index, predict, accept_length, bs, spec_steps, si
     """Correct: the legacy signature (third parameter accept_length) over the per-row loop."""
     return per_row_loop(accept_index, predict, accept_length, None, None, bs, spec_steps,
                         simulate_acc_len, simulate_acc_method, "fixed")
+
+
+@register("correct")
+def plain_eager(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                simulate_acc_token_mode="fixed"):
+    """Correct: upstream's op sequence, unchecked: -1 buffer, ranged fill, two indexed writes."""
+    assert simulate_acc_len > 0
+    length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, spec_steps + 1)
+    out = torch.full((bs, spec_steps + 1), -1, dtype=torch.int32, device=accept_index.device)
+    out[:, :length] = accept_index[:, :1] + torch.arange(length, dtype=torch.int32, device=accept_index.device)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != REAL:
+        predict.fill_(FIXED)
+        return out
+    if length > 1:
+        predict[out[:, : length - 1].long()] = candidates[:, 1:length].to(predict.dtype)
+    predict[out[:, length - 1].long()] = target_predict[:, length - 1].to(predict.dtype)
+    return out
 
 
 @register("correct")
