@@ -6,6 +6,7 @@ replay on a CPU (and the reverse), print as a short summary, and travel through 
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -64,12 +65,18 @@ class TensorArg:
         printer.text(self.summary())
 
 
+@functools.lru_cache(maxsize=None)
+def _names(case_type):
+    """The field names of a case type, in order (``dataclasses.fields`` costs microseconds a call)."""
+    return tuple(f.name for f in dataclasses.fields(case_type))
+
+
 def _summary(case):
     parts = []
-    for f in dataclasses.fields(case):
-        value = getattr(case, f.name)
+    for name in _names(type(case)):
+        value = getattr(case, name)
         shown = value.summary() if isinstance(value, TensorArg) else repr(value)
-        parts.append(f"{f.name}={shown}")
+        parts.append(f"{name}={shown}")
     return f"{type(case).__name__}({', '.join(parts)})"
 
 
@@ -77,25 +84,23 @@ class _Case:
     """Shared behaviour: tensor fields, materialisation, the sampled length, summaries."""
 
     def tensors(self):
-        return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if isinstance(getattr(self, f.name), TensorArg)
-        }
+        return {name: getattr(self, name) for name in _names(type(self)) if isinstance(getattr(self, name), TensorArg)}
 
     def args(self, device):
         """Keyword arguments of the contract's call, with fresh tensors on ``device``."""
-        kwargs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        del kwargs["seed"]
-        return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in kwargs.items()}
+        values = ((name, getattr(self, name)) for name in _names(type(self)) if name != "seed")
+        return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in values}
 
     def expected_length(self):
-        """The ``L`` that the documented sampler draws from this case's seed."""
-        with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(self.seed)
-            return sample_simulated_acc_len(
-                self.simulate_acc_len, self.simulate_acc_method, self.max_len
-            )
+        """The ``L`` that the documented sampler draws from this case's seed (computed once:
+        a property asks for it several times)."""
+        length = self.__dict__.get("_expected_length")
+        if length is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.default_generator.manual_seed(self.seed)
+                length = sample_simulated_acc_len(self.simulate_acc_len, self.simulate_acc_method, self.max_len)
+            object.__setattr__(self, "_expected_length", length)  # a cache, not a field: the case stays frozen
+        return length
 
     def summary(self):
         return _summary(self)

@@ -1,9 +1,10 @@
-"""The property catalogue as data: finding a property by id and replaying its body on a
-case, outside pytest (what repro files and the regression corpus need).
+"""The property catalogue as data: finding a property by id, replaying its body on a case,
+and listing every property with its parametrizations, outside pytest (what repro files, the
+regression corpus and the in-process runs of :mod:`simacc.inprocess` need).
 
-A property is replayable when it is a ``@given(case=...)`` test of ``impl``, ``case`` and
-perhaps ``device``: its Hypothesis-free body, ``fn.hypothesis.inner_test``, then checks
-exactly what the suite checks.
+A property is replayable when it is a ``@given(case=...)`` test of ``impl``, ``device`` and
+``case``: its Hypothesis-free body, ``fn.hypothesis.inner_test``, then checks exactly what
+the suite checks.
 """
 
 import importlib
@@ -28,6 +29,36 @@ class Property:
     def across_devices(self):
         """True for a property comparing a CUDA device (its ``device``) with the CPU."""
         return _marked(self.test, "across_devices") is not None
+
+    @property
+    def is_hypothesis_test(self):
+        return hasattr(self.test, "hypothesis")
+
+    @property
+    def checks_an_implementation(self):
+        """False for the properties of simacc's own caller checks (no ``impl``)."""
+        return "impl" in _signature(self.test)
+
+    def parametrizations(self):
+        """``[(suffix, kwargs, contracts)]``: one per ``pytest.mark.parametrize`` case (the
+        suffix is pytest's id, ``contracts`` a ``pytest.param``'s own ``contracts`` mark or
+        None), or ``[("", {}, None)]`` for a property with no parametrize mark."""
+        import pytest
+
+        found = [("", {}, None)]
+        for mark in reversed(getattr(self.test, "pytestmark", [])):
+            if mark.name != "parametrize":
+                continue
+            names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else list(mark.args[0])
+            cases = []
+            for value in mark.args[1]:
+                param = value if isinstance(value, type(pytest.param(None))) else pytest.param(value)
+                values = param.values if len(names) > 1 else param.values[:1]
+                pid = param.id if param.id is not None else "-".join(str(v) for v in values)
+                marked = [m for m in param.marks if m.name == "contracts"]
+                cases.append((pid, dict(zip(names, values)), tuple(marked[0].args) if marked else None))
+            found = [(f"{a}-{b}".strip("-"), {**ka, **kb}, cb or ca) for a, ka, ca in found for b, kb, cb in cases]
+        return found
 
     def replay(self, runner, device, case):
         """Run the property's body on ``case``; the exception it raised, or None."""
@@ -60,6 +91,12 @@ def _parameters(test):
     return set(inspect.signature(inner).parameters) if inner is not None else set()
 
 
+def _signature(test):
+    """The parameters of the test's own body (Hypothesis-wrapped or not)."""
+    inner = getattr(getattr(test, "hypothesis", None), "inner_test", test)
+    return set(inspect.signature(inner).parameters)
+
+
 def replayable(test):
     """Whether a case can replay ``test``: a ``@given(case=...)`` test of ``impl``,
     ``device`` and ``case``."""
@@ -75,15 +112,30 @@ def _properties_in(module_name):
     }
 
 
-def property_modules():
-    """Names of the property modules of the ``properties`` package (corpus replay excluded)."""
+def property_modules(corpus=False):
+    """Names of the property modules of the ``properties`` package (the corpus replay
+    module only with ``corpus``)."""
     import properties
 
     return [
         f"properties.{m.name}"
         for m in pkgutil.iter_modules(properties.__path__)
-        if m.name.startswith("test_") and m.name != "test_regressions"
+        if m.name.startswith("test_") and (corpus or m.name != "test_regressions")
     ]
+
+
+def every_property():
+    """Every property of the catalogue in module order, the corpus replay first (as the
+    suite runs it), caller checks included."""
+    found = []
+    for module_name in sorted(property_modules(corpus=True), key=lambda m: m != "properties.test_regressions"):
+        module = importlib.import_module(module_name)
+        found += [
+            Property(name.removeprefix("test_"), module_name, test, _contracts(test))
+            for name, test in vars(module).items()
+            if name.startswith("test_") and callable(test)
+        ]
+    return found
 
 
 def find_property(pid, module_hint=""):

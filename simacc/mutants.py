@@ -1,34 +1,35 @@
 """``simacc mutants``: run the property suite against every implementation of the zoo
 (issue #6) and print which properties killed each mutant.
 
-Every entry goes through :func:`simacc.check.run_check` (one pytest child per entry and
-seed, several at a time), on the CPU; an entry whose mistake only shows on CUDA is checked
-on every device where CUDA exists and reported *not run* elsewhere. A mutant is *killed*
-when some property fails in every seed, else it *SURVIVED*; a correct implementation is
-*accepted* when nothing fails in any seed, else *REJECTED* (a false alarm). Exit 1 if any
-mutant survives or any correct implementation is rejected.
+Every entry and seed is one job of :mod:`simacc.inprocess` (the properties called
+directly, no pytest process per entry: issue #10), several jobs at a time in worker
+processes. Entries run on ``--device`` (the CPU by default); an entry whose mistake only
+shows on CUDA runs on CUDA where it exists and is reported *not run* elsewhere. A mutant is
+*killed* when some property fails in every seed, else it *SURVIVED*; a correct
+implementation is *accepted* when nothing fails in any seed, else *REJECTED* (a false
+alarm). Exit 1 if any mutant survives or any correct implementation is rejected, 5 if no
+entry could run here (issue #14).
 
 Seeds: under a derandomized profile (``ci``, which ``CI=true`` loads) one run per entry,
 the same examples every time. Otherwise every run forces a seed (``1..N``), and
-``--seeds N`` > 1 under ``ci`` switches to the random ``default`` profile. Hypothesis skips
-its example database under a forced seed, so a failure found for one mutant is never
-replayed for the next and examples-to-failure counts are honest.
+``--seeds N`` > 1 under ``ci`` switches to the random ``default`` profile. No example
+database is used, so a failure found for one mutant is never replayed for the next and
+examples-to-failure counts are honest.
 """
 
+import multiprocessing
 import os
 import re
 import statistics
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-
-from simacc import verdict as verdicts
 
 SCHEMA = "simacc.mutants/1"
 KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
 DEFAULT_WORKERS = 2
+NOTHING_RAN = 5  # pytest's "no tests ran": nothing checked is never success
 
 
 @dataclass
@@ -75,7 +76,9 @@ class Zoo:
 
     @property
     def exit_code(self):
-        return 1 if any(r.verdict in (SURVIVED, REJECTED) for r in self.rows) else 0
+        if any(r.verdict in (SURVIVED, REJECTED) for r in self.rows):
+            return 1
+        return NOTHING_RAN if all(r.verdict == NOT_RUN for r in self.rows) else 0
 
     def to_json(self):
         return {
@@ -98,30 +101,33 @@ def case_size(summary):
     return f"bs={block[1]} B={block[2]}" if block else ""
 
 
-def _device(entry, device):
-    import torch
+def _devices(entry, selection):
+    """The devices ``entry`` runs on here: its own CUDA device for a mistake that only shows
+    on CUDA, else the selected ones; unavailable devices dropped."""
+    from simacc import devices
 
-    if entry.needs_cuda:
-        return "all" if torch.cuda.is_available() else None
-    return device
+    wanted = ("cuda",) if entry.needs_cuda else devices.expand(selection)
+    return [d for d in wanted if devices.unavailable(d) is None]
 
 
-def check_entry(entry, *, seed, profile, max_examples, device, expected_only, repro_dir):
-    """One :class:`Run` of ``entry`` (a :class:`simacc.zoo.Entry`) through the check runner."""
-    from simacc.check import run_check
+def check_entry(name, *, seed, profile, max_examples, device, expected_only):
+    """One :class:`Run` of the zoo entry ``name`` on ``device`` (what a worker process does)."""
+    from hypothesis import settings
 
-    select = list(entry.killers) if expected_only and not entry.correct else None
+    from simacc import impl, inprocess, profiles, zoo  # noqa: F401 - profiles registers the profiles
+
+    entry = zoo.ENTRIES[name]
+    chosen = settings(settings.get_profile(profile), database=None)
+    if max_examples:
+        chosen = settings(chosen, max_examples=max_examples)
+    select = set(entry.killers) if expected_only and not entry.correct else None
     start = time.perf_counter()
-    result = run_check(
-        entry.spec, device=device, profile=profile, max_examples=max_examples, seed=seed,
-        workers=0, quiet=True, select=select, repro_dir=repro_dir,
-    )
-    failures = [r for r in result.results if r.status in (verdicts.FAIL, verdicts.XPASS)]
-    failed = sorted({r.id.split("[")[0] for r in failures})
+    results = inprocess.run(impl.load(entry.spec), device, select=select, settings=chosen, seed=seed)
+    failures = [r for r in results if r.status == inprocess.FAIL]
     first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
     return Run(
         seed=seed,
-        failed=failed,
+        failed=sorted({r.id.split("[")[0] for r in failures}),
         examples=first.examples if first else None,
         case=first.case if first else None,
         seconds=round(time.perf_counter() - start, 2),
@@ -145,7 +151,8 @@ def judge(entry, contract, runs):
 
 def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, device="cpu",
             expected_only=False, profile=None, progress=True):
-    """Check every entry under every seed, ``workers`` checks at a time; a :class:`Zoo`."""
+    """Check every entry under every seed on its devices, in ``workers`` processes (0 or 1:
+    in this one); a :class:`Zoo`."""
     import torch
     from hypothesis import settings
 
@@ -158,26 +165,16 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
     if seeds > 1 and settings.get_profile(profile).derandomize:
         profile = "default"
     seed_list = [None] if settings.get_profile(profile).derandomize else list(range(1, seeds + 1))
-    jobs = [(e, s) for e in entries for s in seed_list if _device(e, device) is not None]
-    done, finished = {}, []
-    with tempfile.TemporaryDirectory(prefix="simacc-mutants-") as repro_dir:
-
-        def one(job):
-            entry, seed = job
-            run = check_entry(entry, seed=seed, profile=profile, max_examples=max_examples,
-                              device=_device(entry, device), expected_only=expected_only, repro_dir=repro_dir)
-            finished.append(run)
-            if progress:
-                outcome = ("failed " + ", ".join(run.failed)) if run.failed else "nothing failed"
-                print(f"[{len(finished)}/{len(jobs)}] {entry.name} (seed {seed}): {outcome} ({run.seconds:.1f} s)",
-                      file=sys.stderr, flush=True)
-            done.setdefault(entry.name, []).append(run)
-            return run
-
-        start = time.perf_counter()
-        with ThreadPoolExecutor(max(1, workers)) as pool:
-            list(pool.map(one, jobs))
-        wall = time.perf_counter() - start
+    jobs = [(e, d, s) for e in entries for d in _devices(e, device) for s in seed_list]
+    done = {}
+    start = time.perf_counter()
+    for count, ((entry, dev, seed), run) in enumerate(_results(jobs, workers, profile, max_examples, expected_only), 1):
+        done.setdefault(entry.name, []).append(run)
+        if progress:
+            outcome = ("failed " + ", ".join(run.failed)) if run.failed else "nothing failed"
+            print(f"[{count}/{len(jobs)}] {entry.name} on {dev} (seed {seed}): {outcome} ({run.seconds:.1f} s)",
+                  file=sys.stderr, flush=True)
+    wall = time.perf_counter() - start
     rows = [judge(e, impl.load(e.spec).contract, done.get(e.name)) for e in entries]
     header = dict(
         seeds=seed_list, profile=profile, max_examples=max_examples, device=device,
@@ -185,6 +182,22 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
         cuda_available=torch.cuda.is_available(), torch=torch.__version__,
     )
     return Zoo(header, rows)
+
+
+def _results(jobs, workers, profile, max_examples, expected_only):
+    """``(job, Run)`` pairs as the jobs finish: in this process, or in fresh worker
+    processes (spawned, not forked: torch's thread pools and CUDA do not survive a fork)."""
+    options = dict(profile=profile, max_examples=max_examples, expected_only=expected_only)
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            entry, dev, seed = job
+            yield job, check_entry(entry.name, seed=seed, device=dev, **options)
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
+        futures = {pool.submit(check_entry, e.name, seed=s, device=d, **options): (e, d, s) for e, d, s in jobs}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
 
 
 def render(zoo):
@@ -205,7 +218,7 @@ def render(zoo):
     h = zoo.header
     seeds = "derandomized" if h["seeds"] == [None] else f"seeds {h['seeds'][0]}..{h['seeds'][-1]}"
     summary = (f"{counts[KILLED]} killed, {counts[SURVIVED]} survived, {counts[ACCEPTED]} accepted, "
-               f"{counts[REJECTED]} rejected, {counts[NOT_RUN]} not run (need CUDA); profile {h['profile']}, "
+               f"{counts[REJECTED]} rejected, {counts[NOT_RUN]} not run (no device here); profile {h['profile']}, "
                f"{seeds}, {'expected killers only' if h['expected_only'] else 'full suite'}, "
                f"{h['wall_s']:g} s (exit {zoo.exit_code})")
     return "\n".join([*lines, *notes, "", summary])
@@ -219,18 +232,20 @@ def register(subparsers):
         help="run the suite against the mutant zoo and the correct alternatives",
         description="Check every mutant (one realistic mistake each) and every correct alternative "
         "implementation of simacc.zoo with the property suite. Exit 0 when every mutant is killed and "
-        "every correct implementation accepted, 1 otherwise, 2 on a usage error.",
+        "every correct implementation accepted, 1 otherwise, 2 on a usage error, 5 when no entry could "
+        "run here (e.g. only CUDA entries without CUDA).",
     )
     p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
     p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
                    help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (default: the profile's)")
     p.add_argument("-n", dest="workers", type=workers, default=str(DEFAULT_WORKERS), metavar="WORKERS",
-                   help=f"checks run at a time, each in its own pytest process (default {DEFAULT_WORKERS})")
+                   help=f"entries checked at a time, each in a worker process (default {DEFAULT_WORKERS}; 0: in this process)")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P",
                    help="Hypothesis profile (default: the current one, or 'default' with --seeds > 1)")
     p.add_argument("--device", type=device_choice, default="cpu",
-                   help="devices for the entries whose mistake shows anywhere (default cpu)")
+                   help="devices for the entries whose mistake shows anywhere (default cpu; "
+                   "entries whose mistake only shows on CUDA always run on cuda)")
     p.add_argument("--expected-only", action="store_true",
                    help="run each mutant only through the properties expected to kill it (fast; CI's choice)")
     p.add_argument("--only", action="append", metavar="NAME", help="check only this entry (repeatable)")
@@ -248,7 +263,7 @@ def run(args):
             print(f"simacc mutants: error: no zoo entry named {', '.join(unknown)}", file=sys.stderr)
             return 2
         entries = [e for e in entries if e.name in args.only]
-    workers = os.cpu_count() if args.workers == "auto" else max(1, int(args.workers))
+    workers = os.cpu_count() if args.workers == "auto" else int(args.workers)
     try:
         result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
                          device=args.device, expected_only=args.expected_only, profile=args.profile)
@@ -256,6 +271,8 @@ def run(args):
         print(f"simacc mutants: error: {e}", file=sys.stderr)
         return 2
     print(render(result))
+    if result.exit_code == NOTHING_RAN:
+        print("simacc mutants: nothing ran: every selected entry needs a device missing here", file=sys.stderr)
     if args.json:
         write_json(result, args.json)
     return result.exit_code

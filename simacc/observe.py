@@ -147,7 +147,7 @@ class Runner:
         return outcome
 
     def _call(self, args):
-        cuda = _cuda_device(args)
+        cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)
         if cuda is None:
             return self._limited(self.impl.call, args)
 
@@ -170,13 +170,6 @@ class Runner:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
         return _in_thread(fn, args, self.timeout)
-
-
-def _cuda_device(args):
-    for value in args.values():
-        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
-            return value.device
-    return None
 
 
 def _in_thread(fn, args, timeout):

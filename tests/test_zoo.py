@@ -1,20 +1,19 @@
 """The suite can fail (issue #6): every property rejects at least one mutant of the zoo, and
 the correct alternative implementations are accepted.
 
-Each mutant is checked through ``simacc check``'s runner against only the properties that
-should kill it, in the derandomized ``ci`` profile, so every kill is deterministic; the
-correct implementations go through the whole suite with fewer examples.
+The zoo runs in this process through :mod:`simacc.inprocess` (issue #10): one pytest
+process for the whole zoo instead of one per entry. Each mutant goes through only the
+properties that should kill it, in the derandomized ``ci`` settings without shrinking (a
+kill needs no minimal case), so every kill is deterministic; the correct implementations go
+through the whole catalogue with fewer examples, on ``cpu:0`` (a device spelling tensors do
+not report, issue #9).
 """
-
-import importlib
-import pkgutil
 
 import pytest
 import torch
+from hypothesis import Phase, settings
 
-import properties
-from simacc import mutants, zoo
-from simacc.check import run_check
+from simacc import catalogue, impl, inprocess, mutants, zoo
 
 # Properties no mutant can fail, and why.
 NOT_MUTANT_KILLABLE = {
@@ -23,26 +22,22 @@ NOT_MUTANT_KILLABLE = {
     "regression": "replays the promoted corpus through the other properties; its content changes",
 }
 CORRECT_EXAMPLES = 20
+KILLING = settings(settings.get_profile("ci"), database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+ACCEPTING = settings(KILLING, max_examples=CORRECT_EXAMPLES)
 
 
-def catalogue():
-    """Every property id: the ``test_*`` functions of the ``properties`` modules."""
-    ids = set()
-    for info in pkgutil.iter_modules(properties.__path__):
-        if info.name.startswith("test_"):
-            module = importlib.import_module(f"properties.{info.name}")
-            ids |= {name.removeprefix("test_") for name in vars(module) if name.startswith("test_")}
-    return ids
+def catalogue_ids():
+    return {prop.id for prop in catalogue.every_property()}
 
 
 def test_every_property_is_expected_to_kill_some_mutant():
     expected = {pid for e in zoo.MUTANTS.values() for pid in e.killers}
-    missing = catalogue() - expected - set(NOT_MUTANT_KILLABLE)
+    missing = catalogue_ids() - expected - set(NOT_MUTANT_KILLABLE)
     assert not missing, f"properties no mutant is registered for: {sorted(missing)}"
 
 
 def test_expected_killers_name_real_properties():
-    unknown = {e.name: sorted(set(e.killers) - catalogue()) for e in zoo.MUTANTS.values()}
+    unknown = {e.name: sorted(set(e.killers) - catalogue_ids()) for e in zoo.MUTANTS.values()}
     assert not {k: v for k, v in unknown.items() if v}
 
 
@@ -58,19 +53,19 @@ def _needs(entry):
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
-def test_mutant_is_killed_by_each_expected_property(entry, tmp_path):
-    result = run_check(entry.spec, device="all" if entry.needs_cuda else "cpu", profile="ci", workers=0,
-                       quiet=True, select=list(entry.killers), repro_dir=tmp_path)
-    failed = {r.id.split("[")[0] for r in result.results if r.status == "FAIL"}
+def test_mutant_is_killed_by_each_expected_property(entry):
+    device = "cuda" if entry.needs_cuda else "cpu"
+    results = inprocess.run(impl.load(entry.spec), device, select=set(entry.killers), settings=KILLING)
+    failed = {r.id.split("[")[0] for r in results if r.status == inprocess.FAIL}
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in zoo.CORRECT.values()])
-def test_correct_implementation_is_accepted(entry, tmp_path):
-    result = run_check(entry.spec, device="cpu", profile="ci", max_examples=CORRECT_EXAMPLES, workers=0,
-                       quiet=True, repro_dir=tmp_path)
-    failed = [f"{r.id}: {r.message}" for r in result.results if r.status == "FAIL"]
-    assert result.exit_code == 0 and not failed, failed
+def test_correct_implementation_is_accepted(entry):
+    results = inprocess.run(impl.load(entry.spec), "cpu:0", settings=ACCEPTING)
+    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
+    assert not failed, failed
+    assert any(r.status == inprocess.PASS for r in results)
 
 
 def run(seed, failed, examples=None, case=None):
