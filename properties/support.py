@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import strategies as sx
 from simacc import impl
-from simacc.assertions import check_equal
+from simacc.assertions import check, check_equal
+from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.cases import EagleCase, TensorArg
 
 FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
@@ -35,6 +36,62 @@ def _eagle_cases(modes, options):
 @st.composite
 def _following_modes(draw, options):
     return draw(_eagle_cases(impl.modes_under_test(), options))
+
+
+KEYWORD_OMISSIONS = (("simulate_acc_method",), ("simulate_acc_token_mode",),
+                     ("simulate_acc_method", "simulate_acc_token_mode"))
+_DEFAULT_METHODS = st.just(DEFAULT_METHOD)
+
+
+@st.composite
+def defaulted_eagle_cases(draw):
+    """Cases that leave out the method, the token mode or both (issue #13), as far as the
+    implementation's call style can (``Implementation.omissions``), with the left-out
+    arguments' values equal to the defaults; ``omitted`` is empty where nothing can be left
+    out. Shrinks toward leaving out the method alone."""
+    under = impl.under_test()
+    patterns = under.omissions if under is not None else KEYWORD_OMISSIONS
+    if not patterns:
+        return draw(eagle_cases())
+    omit = draw(st.sampled_from(patterns), label="omitted")
+    modes = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else impl.modes_under_test()
+    options = (("methods", _DEFAULT_METHODS),) if "simulate_acc_method" in omit else ()
+    return dataclasses.replace(draw(_eagle_cases(modes, options)), omitted=omit)
+
+
+def check_rejected_untouched(outcome, case, naming=None):
+    """The call raised (a ``ValueError`` whose message names ``naming``, when given), left
+    every tensor argument as it was and drew nothing."""
+    __tracebackhide__ = True
+    error = outcome.error
+    check(error is not None, "the call", f"returned {outcome.returned!r}", "an exception", case)
+    if naming is not None:
+        named = isinstance(error, ValueError) and (naming in str(error) or repr(naming) in str(error))
+        said = f"{type(error).__name__}: {error}".splitlines()[0][:200]
+        check(named, "the error", said, f"a ValueError naming {naming!r}", case)
+    for name, before in outcome.before.items():
+        check_equal(f"{name} after the rejected call", outcome.args[name], before, case)
+    check(not outcome.draws_consumed, "CPU generator state after the rejected call", "advanced", "unchanged", case)
+
+
+def check_same_outputs(what, got, expected, case):
+    """Two outcomes alike in every output: the result, every tensor argument after the call
+    and the CPU generator state; ``what`` says how ``got`` was obtained."""
+    __tracebackhide__ = True
+    if expected.returned is None:
+        check(got.returned is None, f"result {what}", got.returned, "None", case)
+    else:
+        check_equal(f"result {what}", _on(got.returned, expected.returned), expected.returned, case)
+    for name, tensor in expected.args.items():
+        if isinstance(tensor, torch.Tensor):
+            check_equal(f"{name} {what}", _on(got.args[name], tensor), tensor, case)
+    same = torch.equal(got.rng_after, expected.rng_after)
+    check(same, f"CPU generator state {what}", "different", "the same", case)
+
+
+def _on(tensor, like):
+    """``tensor`` moved to ``like``'s device (parity compares two devices' outputs)."""
+    return tensor.to(like.device) if isinstance(tensor, torch.Tensor) and isinstance(like, torch.Tensor) else tensor
 
 
 def expected_index(case):

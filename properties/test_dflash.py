@@ -67,8 +67,4 @@ def test_dflash_length_matches_the_documented_draw(impl, device, case):
 
 @given(case=sx.dflash_cases(methods=sx.bad_methods()))
 def test_dflash_rejects_unknown_method_before_writing(impl, device, case):
-    outcome = impl.attempt(case, device)
-    check(outcome.error is not None, "the call", f"returned {outcome.returned!r}", "an exception", case)
-    for name, before in outcome.before.items():
-        check_equal(f"{name} after the rejected call", outcome.args[name], before, case)
-    check(not outcome.draws_consumed, "CPU generator state after the rejected call", "advanced", "unchanged", case)
+    support.check_rejected_untouched(impl.attempt(case, device), case, naming=case.simulate_acc_method)

@@ -11,6 +11,11 @@ import torch
 
 from simacc import checks
 
+# The defaults of the simulation function's method and token mode: upstream reads these
+# variables once, at import, into the function's signature (issue #13).
+DEFAULT_METHOD = os.environ.get("SGLANG_SIMULATE_ACC_METHOD", "match-expected")
+DEFAULT_TOKEN_MODE = os.environ.get("SGLANG_SIMULATE_ACC_TOKEN_MODE", "fixed")
+
 
 @dataclass(frozen=True)
 class SimulationSettings:

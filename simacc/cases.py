@@ -75,6 +75,8 @@ def _summary(case):
     parts = []
     for name in _names(type(case)):
         value = getattr(case, name)
+        if name == "omitted" and not value:
+            continue  # the usual case: every argument passed
         shown = value.summary() if isinstance(value, TensorArg) else repr(value)
         parts.append(f"{name}={shown}")
     return f"{type(case).__name__}({', '.join(parts)})"
@@ -87,8 +89,10 @@ class _Case:
         return {name: getattr(self, name) for name in _names(type(self)) if isinstance(getattr(self, name), TensorArg)}
 
     def args(self, device):
-        """Keyword arguments of the contract's call, with fresh tensors on ``device``."""
-        values = ((name, getattr(self, name)) for name in _names(type(self)) if name != "seed")
+        """Keyword arguments of the contract's call, with fresh tensors on ``device``; the
+        ``omitted`` ones are left out, so that their defaults apply (issue #13)."""
+        skipped = ("seed", "omitted", *self.omitted)
+        values = ((name, getattr(self, name)) for name in _names(type(self)) if name not in skipped)
         return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in values}
 
     def expected_length(self):
@@ -127,6 +131,7 @@ class EagleCase(_Case):
     simulate_acc_method: str
     simulate_acc_token_mode: str
     seed: int
+    omitted: tuple = ()  # argument names left out of the call, their values being the defaults
 
     @property
     def max_len(self):
@@ -152,6 +157,7 @@ class DflashCase(_Case):
     simulate_acc_token_mode: str
     next_token_logits: TensorArg | None
     seed: int
+    omitted: tuple = ()  # argument names left out of the call, their values being the defaults
 
     @property
     def max_len(self):

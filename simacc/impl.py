@@ -75,22 +75,38 @@ class Implementation:
         """The token modes this contract can be asked for."""
         return ("fixed",) if self.contract == "legacy" else ("fixed", "real-draft-token")
 
+    @property
+    def omissions(self):
+        """The sets of arguments a call in this style can leave out so that their defaults
+        apply (issue #13): any defaulted keyword; positionally only a trailing run."""
+        if self.contract == "dflash":
+            return (("next_token_logits",),)
+        if self.style == "oldest":
+            return ()  # no method to leave out
+        if self.style == "legacy":
+            return (("simulate_acc_method",),)
+        mode, both = ("simulate_acc_token_mode",), ("simulate_acc_method", "simulate_acc_token_mode")
+        if self.style == "positional":
+            return (mode, both)
+        return (("simulate_acc_method",), mode, both)
+
     def call(self, kwargs):
-        """Call with the contract's keyword arguments (a case's ``args(device)``)."""
+        """Call with the contract's keyword arguments (a case's ``args(device)``); an
+        argument missing from ``kwargs`` is left out of the call (a trailing one, in the
+        positional styles)."""
         if self.style == "keywords":
             return self.fn(**kwargs)
         if self.style == "positional":
-            return self.fn(*(kwargs[name] for name in EAGLE_PARAMS))
-        head = (kwargs["accept_index"], kwargs["predict"], kwargs["num_correct_drafts"])
-        if self.style == "oldest":
-            return self.fn(*head, kwargs["simulate_acc_len"], kwargs["bs"], kwargs["spec_steps"])
-        return self.fn(
-            *head,
-            kwargs["bs"],
-            kwargs["spec_steps"],
-            kwargs["simulate_acc_len"],
-            kwargs["simulate_acc_method"],
-        )
+            names = EAGLE_PARAMS
+        elif self.style == "oldest":
+            names = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
+        else:
+            names = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_steps", "simulate_acc_len",
+                     "simulate_acc_method")
+        given = [name for name in names if name in kwargs]
+        if given != list(names[: len(given)]):
+            raise ValueError(f"a {self.style}-style call can leave out only trailing arguments, not {names[len(given)]}")
+        return self.fn(*(kwargs[name] for name in given))
 
 
 def _one_line(e):
@@ -235,8 +251,13 @@ def testing(implementation):
         _UNDER_TEST.pop()
 
 
+def under_test():
+    """The implementation under test (None: each property's reference): what case
+    strategies read when they draw, after the session has chosen."""
+    return _UNDER_TEST[-1] if _UNDER_TEST else None
+
+
 def modes_under_test():
-    """The token modes the implementation under test can be asked for (both by default):
-    what case strategies read when they draw, after the session has chosen."""
-    current = _UNDER_TEST[-1] if _UNDER_TEST else None
+    """The token modes the implementation under test can be asked for (both by default)."""
+    current = under_test()
     return current.modes if current is not None else ("fixed", "real-draft-token")

@@ -8,6 +8,7 @@ its arguments before it draws from the generator or writes a buffer.
 import torch
 
 from simacc import checks
+from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.sampling import sample_simulated_acc_len
 
 FIXED_TOKEN_ID = 100
@@ -94,8 +95,8 @@ def generate_simulated_accept_index(
     bs,
     spec_steps,
     simulate_acc_len,
-    simulate_acc_method="match-expected",
-    simulate_acc_token_mode="fixed",
+    simulate_acc_method=DEFAULT_METHOD,
+    simulate_acc_token_mode=DEFAULT_TOKEN_MODE,
     fixed_token_id=FIXED_TOKEN_ID,
 ):
     """Force one acceptance length ``L`` on the batch and return the simulated index.
@@ -137,7 +138,7 @@ def legacy_generate_simulated_accept_index(
     bs,
     spec_steps,
     simulate_acc_len,
-    simulate_acc_method="match-expected",
+    simulate_acc_method=DEFAULT_METHOD,
 ):
     """The behaviour before token modes existed: fixed mode only, token id 100.
 

@@ -90,6 +90,10 @@ def encode_case(case):
             value = _encode_tensor(value)
         elif isinstance(value, float):
             value = _number(value)
+        elif isinstance(value, tuple):
+            if not value:
+                continue  # an empty "omitted": files stay as they were before the field existed
+            value = list(value)
         fields[f.name] = value
     return {"type": type(case).__name__, "fields": fields}
 
@@ -220,12 +224,14 @@ def _decode_tensor(obj, name, budget):
 
 
 def _field_kinds(case_type):
+    """``{name: (kind, optional)}``; ``optional`` fields may be missing from a file (a
+    tensor that is ``None``, or a field with a default)."""
     kinds = {}
     for f in dataclasses.fields(case_type):
         if f.type is TensorArg or f.type == (TensorArg | None):
             kinds[f.name] = ("tensor", f.type is not TensorArg)
         else:
-            kinds[f.name] = (f.type.__name__, False)
+            kinds[f.name] = (f.type.__name__, f.default is not dataclasses.MISSING)
     return kinds
 
 
@@ -236,10 +242,13 @@ def decode_case(obj):
     if case_type is None:
         raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(CASE_TYPES)})"[:300])
     kinds = _field_kinds(case_type)
-    _exact_keys(obj["fields"], kinds, f"{obj['type']} fields")
+    defaulted = [name for name, (kind, optional) in kinds.items() if kind != "tensor" and optional]
+    _exact_keys({name: None for name in defaulted} | obj["fields"], kinds, f"{obj['type']} fields")
     budget = MAX_ELEMENTS
     values = {}
     for name, (kind, optional) in kinds.items():
+        if name not in obj["fields"]:
+            continue  # a field with a default (``defaulted``), left out
         raw = obj["fields"][name]
         if kind == "tensor":
             if raw is None and optional:
@@ -253,6 +262,10 @@ def decode_case(obj):
             values[name] = raw
         elif kind == "float":
             values[name] = _decode_float(raw, f"field {name!r}")
+        elif kind == "tuple":
+            if not isinstance(raw, list) or len(raw) > 10 or not all(isinstance(v, str) and _ID.fullmatch(v) for v in raw):
+                raise ReproError(f"field {name!r} must be a list of argument names")
+            values[name] = tuple(raw)
         else:
             if not isinstance(raw, str) or len(raw) > 100:
                 raise ReproError(f"field {name!r} must be a string of at most 100 characters")

@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.sampling import sample_simulated_acc_len
 from simacc.zoo.base import FIXED, REAL, register
 
@@ -35,8 +36,8 @@ def _draw_length(x, method, max_len):
 
 
 @register("correct")
-def per_row_loop(accept_index, predict, num_correct_drafts, candidates, target_predict,
-                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+def per_row_loop(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                 simulate_acc_len, simulate_acc_method=DEFAULT_METHOD, simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Correct: the contract as plain loops over requests and accepted slots."""
     if not simulate_acc_len > 0:
         raise ValueError(f"simulate_acc_len must be > 0, got {simulate_acc_len}")
@@ -58,7 +59,8 @@ def per_row_loop(accept_index, predict, num_correct_drafts, candidates, target_p
 
 
 @register("correct")
-def legacy_per_row_loop(accept_index, predict, accept_length, bs, spec_steps, simulate_acc_len, simulate_acc_method):
+def legacy_per_row_loop(accept_index, predict, accept_length, bs, spec_steps, simulate_acc_len,
+                        simulate_acc_method=DEFAULT_METHOD):
     """Correct: the legacy signature (third parameter accept_length) over the per-row loop."""
     return per_row_loop(accept_index, predict, accept_length, None, None, bs, spec_steps,
                         simulate_acc_len, simulate_acc_method, "fixed")
@@ -66,8 +68,8 @@ def legacy_per_row_loop(accept_index, predict, accept_length, bs, spec_steps, si
 
 @register("correct")
 def plain_eager(accept_index, predict, num_correct_drafts, candidates, target_predict,
-                bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
-                simulate_acc_token_mode="fixed"):
+                bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Correct: upstream's op sequence, unchecked: -1 buffer, ranged fill, two indexed writes."""
     assert simulate_acc_len > 0
     length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, spec_steps + 1)
@@ -84,8 +86,8 @@ def plain_eager(accept_index, predict, num_correct_drafts, candidates, target_pr
 
 
 @register("correct")
-def scatter_based(accept_index, predict, num_correct_drafts, candidates, target_predict,
-                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+def scatter_based(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                  simulate_acc_len, simulate_acc_method=DEFAULT_METHOD, simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Correct: vectorised with a masked fill, roll and scatter_ instead of where and indexing."""
     if not simulate_acc_len > 0:
         raise ValueError(f"simulate_acc_len must be > 0, got {simulate_acc_len}")

@@ -169,3 +169,13 @@ def dflash_multinomial_draws_on_the_device(*, candidates, target_predict, accept
         length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
     _counts(accept_len, commit_lens, length)
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("defaults", "dflash_omitted_arguments_take_their_documented_defaults")
+def dflash_logits_have_no_default(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits):
+    """Makes next_token_logits a required argument, so callers that have a target_predict must pass None."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)

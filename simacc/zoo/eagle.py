@@ -370,3 +370,38 @@ def writes_before_sampling(accept_index, predict, num_correct_drafts, candidates
     length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
     out = base.index(accept_index[:, 0], length, width)
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("checks", "rejects_unknown_method_before_writing")
+def unknown_method_raises_key_error(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                    bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                    simulate_acc_token_mode="fixed"):
+    """Looks the method up in a dict, so an unknown method is a KeyError, not a ValueError naming it."""
+    base.check_length(simulate_acc_len)
+    known = {"match-expected": "match-expected", "multinomial": "multinomial"}
+    width = spec_steps + 1
+    length = sample_simulated_acc_len(simulate_acc_len, known[simulate_acc_method], width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+# -- defaults -------------------------------------------------------------------------------
+
+
+@register("defaults", "omitted_arguments_take_their_documented_defaults")
+def default_method_is_multinomial(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method="multinomial",
+                                  simulate_acc_token_mode="fixed"):
+    """Defaults the method to multinomial, which sglang's caller (it never passes one) then gets."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("defaults", "omitted_arguments_take_their_documented_defaults")
+def default_mode_is_real_draft_token(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                     bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                     simulate_acc_token_mode=REAL):
+    """Defaults the token mode to real-draft-token, so callers older than the modes lose the fixed id."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)

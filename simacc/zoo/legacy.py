@@ -51,3 +51,12 @@ def one_length_per_request(accept_index, predict, num_correct_drafts, bs, spec_s
     num_correct_drafts.copy_(lengths - 1)
     predict.fill_(base.FIXED)
     return out
+
+
+@register("defaults", "omitted_arguments_take_their_documented_defaults")
+def legacy_default_method_is_multinomial(accept_index, predict, num_correct_drafts, bs, spec_steps, simulate_acc_len,
+                                         simulate_acc_method="multinomial"):
+    """Defaults the method to multinomial instead of match-expected."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, None, None, width, "fixed")
