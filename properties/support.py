@@ -105,8 +105,7 @@ def expected_index(case):
 
 def accepted_slots(case):
     """``(bs, L)`` flat ``predict`` positions of the accepted slots, row by row."""
-    roots = case.accept_index.values[:, :1].long()
-    return roots + torch.arange(case.expected_length())
+    return case.root_values.long() + torch.arange(case.expected_length())
 
 
 def drafts_then_bonus(candidates, target_predict, length):
@@ -155,6 +154,19 @@ def check_inputs_untouched(outcome, case, device, names):
         check_equal(name, got, outcome.before[name], case)
         fresh = getattr(case, name).on(device)
         check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case)
+
+
+def check_fresh_result(outcome, earlier, case):
+    """The result is a tensor sharing storage with no argument of its call and with no
+    result of an earlier call (SPEC.md: "returns a new tensor")."""
+    __tracebackhide__ = True
+    returned = outcome.returned
+    check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
+    for name, arg in outcome.args.items():
+        if isinstance(arg, torch.Tensor):
+            check(not shares_storage(returned, arg), "index shares storage with", name, "nothing", case)
+    reused = shares_storage(returned, earlier.returned) if isinstance(earlier.returned, torch.Tensor) else False
+    check(not reused, "index shares storage with", "the index an earlier call returned", "nothing", case)
 
 
 def whole_storage(t):

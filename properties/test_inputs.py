@@ -19,6 +19,12 @@ def test_inputs_are_never_written(impl, device, case):
 
 
 @given(case=support.eagle_cases())
+def test_result_is_fresh_across_calls(impl, device, case):
+    first, second = impl.run(case, device), impl.run(case, device)
+    support.check_fresh_result(second, first, case)
+
+
+@given(case=support.eagle_cases())
 def test_result_aliases_no_input(impl, device, case):
     outcome = impl.run(case, device)
     returned = outcome.returned

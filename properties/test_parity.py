@@ -22,6 +22,13 @@ def test_cuda_matches_cpu_byte_for_byte(impl, device, case):
     support.check_same_outputs(f"on {device} (moved to cpu)", on_cuda, impl.run(case, BASELINE), case)
 
 
+@pytest.mark.contracts("kernel")
+@given(case=sx.kernel_cases())
+def test_kernel_cuda_matches_cpu_byte_for_byte(impl, device, case):
+    on_cuda = impl.run(case, device)
+    support.check_same_outputs(f"on {device} (moved to cpu)", on_cuda, impl.run(case, BASELINE), case)
+
+
 @pytest.mark.contracts("dflash")
 @given(case=sx.dflash_cases())
 def test_dflash_cuda_matches_cpu_byte_for_byte(impl, device, case):

@@ -8,6 +8,7 @@ from simacc.reference import (
     apply_dflash_simulated_acceptance,
     generate_simulated_accept_index,
     legacy_generate_simulated_accept_index,
+    simulated_accept,
     verify_chain_greedy,
 )
 from simacc.sampling import METHODS, sample_simulated_acc_len
@@ -24,6 +25,7 @@ __all__ = [
     "generate_simulated_accept_index",
     "legacy_generate_simulated_accept_index",
     "sample_simulated_acc_len",
+    "simulated_accept",
     "target_predict_for",
     "verify_chain_greedy",
 ]

@@ -1,20 +1,22 @@
-"""``simacc bench``: how fast the harness is and how fast it catches bugs (issue #6).
+"""``simacc bench``: how fast the harness is and how fast it catches bugs (issues #6, #9, #10).
 
-Four measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
+Measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
 
-* examples per second of every property, from the check runner's verdict on each
-  contract's reference (one process, so the times are the property's own);
-* wall time of the whole property suite with ``-n auto`` and with ``-n 0`` on this machine;
+* examples per second of every property against each contract's reference, on the CPU, in
+  this process (:mod:`simacc.inprocess`, ``ci`` settings: the time is the property's own);
+* wall time of the whole CI suite (``CI=true pytest``) with ``-n auto`` and with ``-n 0``,
+  and of ``simacc check`` of the reference with the default profile, start-up included;
 * for every mutant, the median number of examples to the first failure over several seeds
-  (each mutant through the properties expected to kill it);
-* the reference's per-call latency against the naive per-row loop of the zoo, measured in
-  the same run with ``benchmarks/latency.py``'s ``measure``.
+  and the size of its shrunk case (each mutant through the properties expected to kill it);
+* the reference's per-call latency next to a plain eager implementation with no checks
+  (``benchmarks/latency.py``), on the CPU and, where it exists, on CUDA.
 
 It takes minutes and is not part of CI: speed is measured here, never asserted in tests.
 """
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,7 +34,7 @@ class Bench:
     properties: list
     suite: dict
     mutants: list
-    latency: list
+    latency: dict
 
     def to_json(self):
         return {"schema": SCHEMA, **self.__dict__}
@@ -56,16 +58,16 @@ def _latency_module():
 
 def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
-    from simacc import verdict
-    from simacc.check import run_check
+    from hypothesis import settings
+
+    from simacc import impl, inprocess
     from simacc.impl import REFERENCES
 
+    chosen = settings(settings.get_profile(SUITE_PROFILE), database=None)
     rows = []
     for contract in CONTRACTS:
-        result = run_check(REFERENCES[contract], contract=contract, device="cpu", profile=SUITE_PROFILE,
-                           workers=0, quiet=True)
-        for r in result.results:
-            if r.status not in verdict.CHECKED:
+        for r in inprocess.run(impl.load(REFERENCES[contract], contract), "cpu", settings=chosen):
+            if r.status not in (inprocess.PASS, inprocess.FAIL):
                 continue
             rate = r.examples / r.seconds if r.examples and r.seconds else None
             rows.append(dict(contract=contract, id=r.id, status=r.status, examples=r.examples,
@@ -74,19 +76,25 @@ def property_speeds(progress):
     return rows
 
 
-def suite_wall_times(progress):
-    """Seconds for ``pytest properties`` with ``-n auto`` and ``-n 0``, same profile."""
+def wall_times(progress):
+    """Seconds for the CI suite (``CI=true pytest``) with ``-n auto`` and ``-n 0``, and for
+    ``simacc check`` of the reference with the default profile, each a fresh process."""
     root = _project_root()
+    ci = {**os.environ, "CI": "true"}
+    local = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("SIMACC_")}
+    runs = {
+        "suite -n auto": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto"], ci),
+        "suite -n 0": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"], ci),
+        "simacc check": ([sys.executable, "-m", "simacc.cli", "check", "-q"], local),
+    }
     times = {}
-    for workers in ("auto", "0"):
-        command = [sys.executable, "-m", "pytest", str(root / "properties"), "-q", "-p", "no:cacheprovider",
-                   "--hypothesis-profile", SUITE_PROFILE, "-n", workers]
+    for name, (command, env) in runs.items():
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True)
-        times[f"-n {workers}"] = round(time.perf_counter() - start, 1)
-        last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-        times[f"-n {workers} outcome"] = last.strip("= ")
-        progress(f"suite -n {workers}: {times[f'-n {workers}']} s ({last.strip('= ')})")
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)
+        times[name] = round(time.perf_counter() - start, 1)
+        last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else f"exit {done.returncode}"
+        times[f"{name} outcome"] = last.strip("= ")
+        progress(f"{name}: {times[name]} s ({times[f'{name} outcome']})")
     return times
 
 
@@ -96,7 +104,7 @@ def mutant_medians(seeds, workers):
 
     result = mutants.run_zoo(list(zoo.MUTANTS.values()), seeds=seeds, workers=workers, expected_only=True,
                              profile="default")
-    return [dict(name=r.name, kind=r.kind, verdict=r.verdict, median=r.median_examples,
+    return [dict(name=r.name, kind=r.kind, verdict=r.verdict, median=r.median_examples, shrunk=r.shrunk,
                  examples=[run.examples for run in r.runs]) for r in result.rows if r.runs]
 
 
@@ -108,50 +116,43 @@ def medians_from(path):
     if data.get("schema") != mutants.SCHEMA:
         raise ValueError(f"{path} is not a simacc mutants JSON file (schema {mutants.SCHEMA})")
     return [dict(name=r["name"], kind=r["kind"], verdict=r["verdict"], median=r["median_examples"],
-                 examples=[run["examples"] for run in r["runs"]])
+                 shrunk=r.get("shrunk", ""), examples=[run["examples"] for run in r["runs"]])
             for r in data["rows"] if r["runs"] and r["kind"] != "correct"]
 
 
 def latencies(repeats, progress):
-    """Median per-call microseconds of the reference and of the per-row loop, and the ratio."""
-    import simacc
-    from simacc.zoo import correct
+    """``{device: rows}`` of ``benchmarks/latency.py``'s table, on the CPU and on CUDA where
+    it exists."""
+    import torch
 
     latency = _latency_module()
-    rows = []
-    for bs in latency.BATCH_SIZES:
-        for width in latency.WIDTHS:
-            for mode in latency.MODES:
-                ref = latency.measure(simacc.generate_simulated_accept_index, bs, width, mode, repeats)
-                loop = latency.measure(correct.per_row_loop, bs, width, mode, max(10, repeats // 10), warmup=5)
-                rows.append(dict(bs=bs, width=width, mode=mode, reference_us=round(ref, 1),
-                                 loop_us=round(loop, 1), loop_over_reference=round(loop / ref, 2)))
-        progress(f"latency: bs={bs} done")
-    return rows
+    tables = {}
+    for device in ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",):
+        tables[device] = latency.table(device, repeats)
+        progress(f"latency on {device} done")
+    return tables
 
 
 def render(bench):
-    lines = ["examples per second, per property (each contract's reference, CPU, one process, "
+    latency = _latency_module()
+    lines = ["examples per second, per property (each contract's reference, CPU, in-process, "
              f"profile {SUITE_PROFILE})",
              f"  {'contract':<8}  {'property':<56}  {'examples':>8}  {'time s':>7}  {'ex/s':>7}"]
     for r in sorted(bench.properties, key=lambda r: (r["per_second"] is None, -(r["per_second"] or 0))):
         rate = "-" if r["per_second"] is None else f"{r['per_second']:.0f}"
         examples = "-" if r["examples"] is None else str(r["examples"])
         lines.append(f"  {r['contract']:<8}  {r['id']:<56}  {examples:>8}  {r['seconds']:>7.2f}  {rate:>7}")
-    s = bench.suite
-    lines += ["", f"whole property suite (pytest properties, profile {SUITE_PROFILE}): "
-              f"-n auto {s['-n auto']} s, -n 0 {s['-n 0']} s"]
+    lines += ["", "wall times (fresh processes, start-up included)"]
+    lines += [f"  {name:<14} {seconds:>6} s  {bench.suite[f'{name} outcome']}"
+              for name, seconds in bench.suite.items() if not name.endswith("outcome")]
     source = f"from {bench.header['zoo']}" if bench.header.get("zoo") else "expected killers only"
     lines += ["", f"examples to the first failure, per mutant (median over seeds; {source})",
-              f"  {'mutant':<40}  {'kind':<22}  {'median':>6}  per seed"]
+              f"  {'mutant':<40}  {'kind':<22}  {'median':>6}  {'shrunk':<10}  per seed"]
     for r in sorted(bench.mutants, key=lambda r: -(r["median"] or 0)):
         median = "-" if r["median"] is None else f"{r['median']:g}"
-        lines.append(f"  {r['name']:<40}  {r['kind']:<22}  {median:>6}  {r['examples']}")
-    lines += ["", "call latency, median us: reference vs the per-row loop (same run)",
-              f"  {'bs':>4}  {'W':>2}  {'mode':<17}  {'reference':>9}  {'loop':>9}  {'loop/ref':>8}"]
-    for r in bench.latency:
-        lines.append(f"  {r['bs']:>4}  {r['width']:>2}  {r['mode']:<17}  {r['reference_us']:>9.1f}  "
-                     f"{r['loop_us']:>9.1f}  {r['loop_over_reference']:>8.2f}")
+        lines.append(f"  {r['name']:<40}  {r['kind']:<22}  {median:>6}  {r['shrunk']:<10}  {r['examples']}")
+    for device, rows in bench.latency.items():
+        lines += ["", latency.render(rows, device)]
     return "\n".join(lines)
 
 
@@ -160,15 +161,15 @@ def register(subparsers):
 
     p = subparsers.add_parser(
         "bench",
-        help="measure property speed, suite wall time, mutant kill speed and call latency",
+        help="measure property speed, suite and check wall times, mutant kill speed and call latency",
         description="Benchmarks of the harness (minutes; not part of CI): examples per second per "
-        "property, the suite's wall time with -n auto vs -n 0, median examples to kill each mutant, "
-        "and the reference's call latency against a naive per-row loop.",
+        "property, the CI suite's wall time with -n auto vs -n 0 and simacc check's, median examples "
+        "to kill each mutant, and the reference's call latency next to a plain eager implementation.",
     )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.bench/1)")
     p.add_argument("--seeds", type=positive_int, default=5, metavar="N", help="seeds per mutant (default 5)")
     p.add_argument("--repeats", type=positive_int, default=500, metavar="N",
-                   help="timed reference calls per latency row (the loop gets a tenth; default 500)")
+                   help="timed calls per latency row and implementation (default 500)")
     p.add_argument("-n", dest="workers", type=positive_int, default=2, metavar="WORKERS",
                    help="mutant checks run at a time (default 2)")
     p.add_argument("--zoo", metavar="PATH",
@@ -196,7 +197,7 @@ def run(args):
         header=dict(torch=torch.__version__, threads=torch.get_num_threads(), seeds=args.seeds,
                     repeats=args.repeats, workers=args.workers, zoo=args.zoo),
         properties=property_speeds(progress),
-        suite=suite_wall_times(progress),
+        suite=wall_times(progress),
         mutants=zoo_rows if zoo_rows is not None else mutant_medians(args.seeds, args.workers),
         latency=lat,
     )

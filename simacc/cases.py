@@ -91,7 +91,7 @@ class _Case:
     def args(self, device):
         """Keyword arguments of the contract's call, with fresh tensors on ``device``; the
         ``omitted`` ones are left out, so that their defaults apply (issue #13)."""
-        skipped = ("seed", "omitted", *self.omitted)
+        skipped = ("seed", "omitted", *getattr(self, "omitted", ()))
         values = ((name, getattr(self, name)) for name in _names(type(self)) if name not in skipped)
         return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in values}
 
@@ -141,6 +141,11 @@ class EagleCase(_Case):
     def roots(self):
         return self.accept_index.values[:, 0].tolist()
 
+    @property
+    def root_values(self):
+        """``(bs, 1)``: each request's root position in the flat ``predict``."""
+        return self.accept_index.values[:, :1]
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DflashCase(_Case):
@@ -164,4 +169,36 @@ class DflashCase(_Case):
         return self.out_tokens.values.shape[1]
 
 
-CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase)}
+@dataclass(frozen=True, eq=False, repr=False)
+class KernelCase(_Case):
+    """Arguments of the kernel op (SPEC.md, "The kernel op"): the length is an input
+    (``num_accept_tokens``), so ``seed`` only seeds the generator the op must not need."""
+
+    accept_indices: TensorArg
+    predict_tokens: TensorArg
+    num_correct_drafts: TensorArg
+    candidate_tokens: TensorArg
+    target_tokens: TensorArg
+    width: int
+    num_accept_tokens: int
+    real_tokens: bool
+    seed: int
+
+    @property
+    def max_len(self):
+        return self.width
+
+    @property
+    def bs(self):
+        return self.accept_indices.values.shape[0]
+
+    @property
+    def root_values(self):
+        return self.accept_indices.values[:, :1]
+
+    def expected_length(self):
+        return self.num_accept_tokens
+
+
+CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase, KernelCase)}
+CONTRACT_CASES = {"eagle": EagleCase, "legacy": EagleCase, "dflash": DflashCase, "kernel": KernelCase}

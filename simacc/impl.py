@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-CONTRACTS = ("eagle", "legacy", "dflash")
+CONTRACTS = ("eagle", "legacy", "dflash", "kernel")
 EAGLE_PARAMS = (
     "accept_index",
     "predict",
@@ -39,11 +39,27 @@ DFLASH_PARAMS = (
     "simulate_acc_method",
     "simulate_acc_token_mode",
 )
+KERNEL_PARAMS = (
+    "accept_indices",
+    "predict_tokens",
+    "num_correct_drafts",
+    "candidate_tokens",
+    "target_tokens",
+    "width",
+    "num_accept_tokens",
+    "real_tokens",
+)
 REFERENCES = {
     "eagle": "simacc:generate_simulated_accept_index",
     "legacy": "simacc:legacy_generate_simulated_accept_index",
     "dflash": "simacc:apply_dflash_simulated_acceptance",
+    "kernel": "simacc:simulated_accept",
 }
+INFERRED, FORWARDED, FORCED = (
+    "inferred from the signature",
+    "the default for a **kwargs signature; --contract overrides",
+    "forced",
+)
 
 
 class ImplError(Exception):
@@ -65,6 +81,7 @@ class Implementation:
     style: str
     source: str = ""
     version: str = ""
+    contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
 
     @property
     def is_reference(self):
@@ -189,25 +206,29 @@ def infer_style(fn, contract=None):
     if params is None:
         if contract is None:
             raise ImplError("cannot read the callable's signature; pass --contract")
-        return contract, {"eagle": "keywords", "legacy": "legacy", "dflash": "keywords"}[contract]
+        return contract, "legacy" if contract == "legacy" else "keywords"
     names = [p.name for p in params]
     by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
     fits = {}
+    if set(KERNEL_PARAMS) <= by_keyword:
+        fits["kernel"] = "keywords"
     if set(DFLASH_PARAMS) <= by_keyword:
         fits["dflash"] = "keywords"
     if set(EAGLE_PARAMS) <= by_keyword:
         fits["eagle"] = "keywords"
     elif contract == "eagle" and (len(positional) >= len(EAGLE_PARAMS) or varargs):
         fits["eagle"] = "positional"
-    if len(names) >= 3 and names[2] in LEGACY_THIRD and "candidates" not in names:
+    if len(names) >= 3 and names[2] in LEGACY_THIRD and "candidates" not in names and "bs" in names:
         oldest = "simulate_acc_len" in names and "bs" in names and (
             names.index("simulate_acc_len") < names.index("bs")
         )
         fits["legacy"] = "oldest" if oldest else "legacy"
     elif contract == "legacy" and (len(positional) >= 6 or varargs):
         fits["legacy"] = "legacy"
+    if forwards_keywords(fn) and not fits:  # a `def f(**kwargs)` wrapper: every keyword contract fits
+        fits = {"eagle": "keywords"} if contract is None else {contract: "keywords"} if contract != "legacy" else {}
     if contract is not None:
         if contract not in fits:
             raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract!r}")
@@ -221,16 +242,25 @@ def infer_style(fn, contract=None):
     return next(iter(fits.items()))
 
 
+def forwards_keywords(fn):
+    """Whether ``fn`` takes ``**kwargs`` and no named parameter of any contract (a wrapper
+    that forwards keywords, the way every sglang call site passes them)."""
+    params = _parameters(fn) or []
+    named = {p.name for p in params} & set(EAGLE_PARAMS + DFLASH_PARAMS + KERNEL_PARAMS)
+    return any(p.kind == p.VAR_KEYWORD for p in params) and not named
+
+
 def load(spec, contract=None):
     """The :class:`Implementation` named by ``spec``, checked against ``contract``."""
     if contract is not None and contract not in CONTRACTS:
         raise ImplError(f"unknown contract {contract!r}; expected one of {CONTRACTS}")
     fn, source, version = _import_target(spec)
     try:
-        contract, style = infer_style(fn, contract)
+        chosen, style = infer_style(fn, contract)
     except ImplError as e:
         raise ImplError(f"IMPL {spec!r}: {e}") from None
-    return Implementation(spec, fn, contract, style, source, version)
+    how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
+    return Implementation(spec, fn, chosen, style, source, version, how)
 
 
 def reference(contract):

@@ -106,6 +106,8 @@ def _devices(entry, selection):
     on CUDA, else the selected ones; unavailable devices dropped."""
     from simacc import devices
 
+    if entry.unavailable():
+        return []
     wanted = ("cuda",) if entry.needs_cuda else devices.expand(selection)
     return [d for d in wanted if devices.unavailable(d) is None]
 

@@ -126,8 +126,70 @@ def generate_simulated_accept_index(
     if not real:
         predict.fill_(fixed_token_id)
         return out
+    _write_tokens(predict, out, candidates, target_predict, length)
+    return out
+
+
+def _write_tokens(predict, out, candidates, target_predict, length):
+    """SPEC step 5: the drafts ``candidates[:, 1:L]`` then the bonus ``target_predict[:, L-1]``
+    at each row's accepted slots, cast to ``predict``'s dtype."""
     tokens = torch.cat([candidates[:, 1:length], target_predict[:, length - 1 : length]], 1)
     predict[out[:, :length]] = tokens.to(predict.dtype)
+
+
+def simulated_accept(
+    *,
+    accept_indices,
+    predict_tokens,
+    num_correct_drafts,
+    candidate_tokens,
+    target_tokens,
+    width,
+    num_accept_tokens,
+    real_tokens,
+):
+    """The kernel op (SPEC.md, "The kernel op"): the simulation with the length given.
+
+    ``L = num_accept_tokens`` in ``[1, width]`` for ``bs = accept_indices.shape[0]`` rows;
+    returns a new ``(bs, width)`` int32 index, writes ``num_correct_drafts`` (``L - 1``) and
+    ``predict_tokens``: every element of the view becomes 100 when ``real_tokens`` is False
+    (the token tensors are then not read), else the accepted slots get the drafts and the
+    bonus. Every tensor is read and written through its strides. Nothing is drawn.
+    """
+    checks.check_int("width", width, minimum=1)
+    checks.check_int("num_accept_tokens", num_accept_tokens, minimum=1)
+    if num_accept_tokens > width:
+        raise ValueError(f"num_accept_tokens must be <= width = {width}, got {num_accept_tokens}")
+    if not isinstance(real_tokens, bool):
+        raise TypeError(f"real_tokens must be a bool, got {type(real_tokens).__name__}")
+    checks.check_tensor("accept_indices", accept_indices, ndim=2)
+    bs = accept_indices.shape[0]
+    if accept_indices.shape[1] < 1:
+        raise ValueError(f"accept_indices must have a root column, got shape {tuple(accept_indices.shape)}")
+    checks.check_tensor("predict_tokens", predict_tokens, ndim=1)
+    checks.check_tensor("num_correct_drafts", num_correct_drafts, shape=(bs,))
+    if real_tokens:
+        checks.check_tensor("candidate_tokens", candidate_tokens, shape=(bs, None))
+        checks.check_tensor("target_tokens", target_tokens, shape=tuple(candidate_tokens.shape))
+        if candidate_tokens.shape[1] < width:
+            raise ValueError(f"real tokens need candidate_tokens with >= width = {width} columns, "
+                             f"got shape {tuple(candidate_tokens.shape)}")
+    checks.check_same_device(
+        accept_indices=accept_indices,
+        predict_tokens=predict_tokens,
+        num_correct_drafts=num_correct_drafts,
+        candidate_tokens=candidate_tokens if real_tokens else None,
+        target_tokens=target_tokens if real_tokens else None,
+    )
+    roots = accept_indices[:, :1]
+    if real_tokens and bs > 0 and roots.device.type == "cpu":
+        _check_roots_fit(roots, width, predict_tokens.shape[0])
+    out = _simulated_index(roots, num_accept_tokens, width)
+    num_correct_drafts.fill_(num_accept_tokens - 1)
+    if real_tokens:
+        _write_tokens(predict_tokens, out, candidate_tokens, target_tokens, num_accept_tokens)
+    else:
+        predict_tokens.fill_(FIXED_TOKEN_ID)
     return out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from simacc import devices
-from simacc.cases import CASE_TYPES, DTYPES, LAYOUTS, DflashCase, EagleCase, TensorArg
+from simacc.cases import CASE_TYPES, CONTRACT_CASES, DTYPES, LAYOUTS, TensorArg
 from simacc.catalogue import Property, find_property
 from simacc.impl import CONTRACTS
 
@@ -262,6 +262,10 @@ def decode_case(obj):
             values[name] = raw
         elif kind == "float":
             values[name] = _decode_float(raw, f"field {name!r}")
+        elif kind == "bool":
+            if type(raw) is not bool:
+                raise ReproError(f"field {name!r} must be true or false, got {raw!r}"[:200])
+            values[name] = raw
         elif kind == "tuple":
             if not isinstance(raw, list) or len(raw) > 10 or not all(isinstance(v, str) and _ID.fullmatch(v) for v in raw):
                 raise ReproError(f"field {name!r} must be a list of argument names")
@@ -314,7 +318,7 @@ def parse(text):
         raise ReproError(f"unknown device {device[:80]!r} (expected cpu, cuda, cpu:N or cuda:N)") from None
     impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
     case = decode_case(doc["case"])
-    wanted = DflashCase if contract == "dflash" else EagleCase
+    wanted = CONTRACT_CASES[contract]
     if not isinstance(case, wanted):
         raise ReproError(f"case type {type(case).__name__!r} does not fit contract {contract!r}")
     try:

@@ -1,6 +1,7 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
 
 from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, roots
+from strategies.kernel import kernel_cases
 from strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
@@ -30,6 +31,7 @@ __all__ = [
     "eagle_cases",
     "fill",
     "int_tensors",
+    "kernel_cases",
     "layouts",
     "methods",
     "roots",

@@ -10,7 +10,6 @@ not report, issue #9).
 """
 
 import pytest
-import torch
 from hypothesis import Phase, settings
 
 from simacc import catalogue, impl, inprocess, mutants, zoo
@@ -47,9 +46,8 @@ def test_every_entry_names_its_bug_in_one_line():
 
 
 def _needs(entry):
-    if entry.needs_cuda and not torch.cuda.is_available():
-        return pytest.mark.skip(reason="its mistake only shows on CUDA: torch.cuda.is_available() is False")
-    return ()
+    missing = entry.unavailable()
+    return pytest.mark.skip(reason=missing) if missing else ()
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
@@ -60,7 +58,7 @@ def test_mutant_is_killed_by_each_expected_property(entry):
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in zoo.CORRECT.values()])
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.CORRECT.values()])
 def test_correct_implementation_is_accepted(entry):
     results = inprocess.run(impl.load(entry.spec), "cpu:0", settings=ACCEPTING)
     failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]

@@ -5,6 +5,7 @@ counts, write ``predict``) with exactly one step written wrong, so its mistake i
 line that differs from these helpers.
 """
 
+import importlib.util
 from dataclasses import dataclass
 
 import torch
@@ -19,7 +20,8 @@ REAL = "real-draft-token"
 class Entry:
     """One implementation of the zoo: a mutant (``killers`` = the properties expected to
     reject it) or a correct alternative (``killers`` empty). ``needs_cuda``: its mistake
-    only shows on a CUDA device."""
+    only shows on a CUDA device; ``requires``: packages it imports when called (optional
+    extras such as triton)."""
 
     name: str
     module: str
@@ -27,6 +29,16 @@ class Entry:
     bug: str
     killers: tuple
     needs_cuda: bool = False
+    requires: tuple = ()
+
+    def unavailable(self):
+        """Why this entry cannot run here (one line), or None."""
+        from simacc import devices
+
+        missing = [name for name in self.requires if importlib.util.find_spec(name) is None]
+        if missing:
+            return f"needs {', '.join(missing)}, which is not installed"
+        return devices.unavailable("cuda") if self.needs_cuda else None
 
     @property
     def spec(self):
@@ -40,12 +52,12 @@ class Entry:
 REGISTRY = {}
 
 
-def register(kind, *killers, needs_cuda=False):
+def register(kind, *killers, needs_cuda=False, requires=()):
     """Record the decorated function in the zoo; its docstring's first line is its bug."""
 
     def add(fn):
         bug = fn.__doc__.strip().splitlines()[0]
-        REGISTRY[fn.__name__] = Entry(fn.__name__, fn.__module__, kind, bug, killers, needs_cuda)
+        REGISTRY[fn.__name__] = Entry(fn.__name__, fn.__module__, kind, bug, killers, needs_cuda, requires)
         return fn
 
     return add
