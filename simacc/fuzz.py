@@ -3,8 +3,9 @@
 A plain loop rather than HypoFuzz: each round is one pytest run over the property modules
 (in a shuffled order, so a short budget does not always spend itself on the first module)
 with a fresh ``--hypothesis-seed``; the recording hooks write a repro file for every
-failure, and the loop keeps one file per distinct failure (property, device and case hash,
-the prefix of the file name) and deletes later duplicates. When the time is up, or on
+failure. A failure found again keeps its file name (:func:`simacc.reprofile.file_name`), so
+the folder already holds one file per distinct failure, and a file name the loop has not
+seen before is a new failure (issue #14). When the time is up, or on
 Ctrl-C (or SIGTERM), the running round is interrupted like a Ctrl-C in pytest and the
 files written so far stay. No extra dependency, and the same hooks and files as the normal suite.
 """
@@ -56,18 +57,13 @@ def _round_command(args, seed):
     return command
 
 
-def _keep_distinct(directory, seen, found):
-    """Delete repro files that repeat a failure already in ``seen``; add new ones to ``found``."""
-    for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime):
-        key = path.stem.rsplit("-", 1)[0]
-        if path in seen.values():
-            continue
-        if key in seen:
-            path.unlink(missing_ok=True)
-            continue
-        seen[key] = path
+def _report_new(directory, seen, found):
+    """Add the repro files not in ``seen`` to it and to ``found``, saying so: each is a
+    distinct failure, since a failure found again rewrites its own file."""
+    for path in sorted(set(directory.glob("*.json")) - seen):
+        seen.add(path)
         found.append(path)
-        print(f"new failure: {key} -> {path}", flush=True)
+        print(f"new failure: {path}", flush=True)
 
 
 def _stop(proc):
@@ -96,7 +92,7 @@ def run(args):
             return 2
     directory = Path(args.repro_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    seen = {p.stem.rsplit("-", 1)[0]: p for p in directory.glob("*.json")}  # earlier finds count
+    seen = set(directory.glob("*.json"))  # earlier finds are not new
     found = []
     start = time.monotonic()
     deadline = start + args.minutes * 60
@@ -116,10 +112,10 @@ def run(args):
                 try:
                     proc.wait(min(POLL_S, max(deadline - time.monotonic(), 0.01)))
                 except subprocess.TimeoutExpired:
-                    _keep_distinct(directory, seen, found)  # report finds as they come
+                    _report_new(directory, seen, found)  # report finds as they come
             finished = proc.poll() is not None
             _stop(proc)
-            _keep_distinct(directory, seen, found)
+            _report_new(directory, seen, found)
             if finished and proc.returncode not in PYTEST_DONE:
                 print(f"round {rounds}: pytest exited with code {proc.returncode} (see above); stopping", flush=True)
                 return 2
@@ -127,7 +123,7 @@ def run(args):
         stopped_by = "interrupted"
         if proc is not None:
             _stop(proc)
-        _keep_distinct(directory, seen, found)
+        _report_new(directory, seen, found)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"{stopped_by} after {time.monotonic() - start:.0f} s and {rounds} round(s): "

@@ -3,7 +3,9 @@
 Hypothesis replays the minimal failing example last, so after a failure the ``impl``
 fixture's ``Runner.last`` holds the shrunk case; the device is the test's own parameter
 (a parity property may call the implementation on another device too). The file goes to
-the repro folder (``--repro-dir``), its path and the case summary to
+the repro folder (``--repro-dir``) under a name made from the property, implementation,
+device and case, so a failure found again by any xdist worker or run rewrites its own file
+instead of adding one (issue #14). Its path and the case summary go to
 ``report.user_properties`` (what ``simacc check`` reads; the path is absolute there and
 relative to the invocation folder in the printed command), and a section of the failure
 output says how to replay it. Writing a repro file never breaks the run: a failure to write

@@ -1,106 +1,230 @@
 """``simacc repro``: replay a repro file's case, show where the outputs differ from the
-contract's reference, or promote the case to the regression corpus (issue #5).
+contract's reference, or promote the case to the regression corpus (issue #5); or clean the
+repro folder (``--prune``, ``--keep N``, :mod:`simacc.prune`; issue #14).
 
 Replaying calls the property's own body with the recorded case, so a replay checks exactly
 what the suite checked. The device is an argument, not part of the case: a case found on
 CUDA replays on a CPU. Replaying without ``--impl`` imports the implementation the file
 names; look at that line first when the file came from elsewhere.
+
+Nothing checked is never success (issue #14): a replay that cannot happen here (the device
+asked for is missing, or the recorded one is and ``--no-fallback`` forbids cpu) exits 5,
+pytest's "nothing ran", never 0.
 """
 
+import argparse
 import dataclasses
 import sys
 from pathlib import Path
 
 import torch
 
-from simacc import argtypes
+from simacc import argtypes, devices, env
 from simacc.impl import CONTRACTS
 from simacc.reprofile import MAX_MESSAGE, ReproError, corpus_dir, dumps, load, write_atomically
+
+PASSES, FAILS, UNUSABLE, NOTHING_REPLAYED = 0, 1, 2, 5  # the exit codes
+DEFAULT_DIR = ".simacc/failures"
+USAGE = """simacc repro PATH [--impl IMPL] [--device DEVICE] [--no-fallback] [--promote] [options]
+       simacc repro --prune [--keep N] [--repro-dir DIR] [--remove-unreadable] [--impl IMPL] [--device DEVICE] [...]
+       simacc repro --keep N [--repro-dir DIR] [--remove-unreadable]"""
+DESCRIPTION = """\
+Replay the case in a repro file against an implementation and show, element by
+element, where its outputs differ from the contract's reference. Or clean the repro
+folder: --keep N removes all but the newest N files, --prune replays every file left
+and removes those whose case passes now. Each file gets one line (kept, removed or
+unreadable), then a summary; an unreadable file is removed only with --remove-unreadable.
+
+A case replays against the implementation recorded in its file (or --impl), on the
+device recorded (or --device). A case recorded on a CUDA device that is missing here
+replays on cpu, with a note, unless --no-fallback; a --device that is missing is never
+replaced. A CPU/CUDA parity case replays only on a CUDA device."""
+EPILOG = """\
+exit codes (PATH):
+  0  the case passes
+  1  the case still fails
+  2  the file is unusable (unreadable, invalid, its implementation missing here, not
+     for --impl's contract) or the arguments are wrong
+  5  nothing replayed: the --device asked for is missing here, or the recorded one is
+     and --no-fallback forbids cpu, or a CPU/CUDA parity case has no CUDA device
+exit codes (--prune, --keep): the first that applies over all the files
+  2  a file is left unreadable or unusable (or cannot be removed), or wrong arguments
+  1  a case still fails
+  5  a case could not be replayed here (its file is kept)
+  0  none of these: every case replayed passed (its file removed), or nothing to do"""
 
 
 def register(subparsers):
     p = subparsers.add_parser(
         "repro",
-        help="replay a failing case from its repro file (or promote it to the regression corpus)",
-        description="Replay the case in a repro file against an implementation and show, "
-        "element by element, where its outputs differ from the contract's reference. "
-        "Exit 0 if the property now holds, 1 if it still fails, 2 for an invalid file.",
+        help="replay a failing case from its repro file, promote it, or clean the repro folder",
+        usage=USAGE, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("path", metavar="PATH", help="a repro file (written by a failing property)")
-    p.add_argument("--impl", default=None, help="implementation to replay against (default: the one recorded in the file)")
-    p.add_argument("--contract", default=None, choices=CONTRACTS, help="force the implementation's contract")
-    p.add_argument("--device", default=None, type=argtypes.one_device, help="device to replay on (default: the recorded one; "
-                   "a case recorded on cuda replays on cpu where CUDA is missing)")
-    p.add_argument("--timeout", type=argtypes.positive_seconds, default=None, help="per-call time limit in seconds (default 30)")
-    p.add_argument("--promote", action="store_true", help="also add the case to the regression corpus (it must pass against the reference)")
-    p.add_argument("--corpus", default=None, help="regression corpus folder (default: properties/regressions; env SIMACC_REGRESSIONS)")
+    p.add_argument("path", nargs="?", metavar="PATH", help="a repro file (written by a failing property)")
+    replay = p.add_argument_group("replaying (PATH, or each file with --prune)")
+    replay.add_argument("--impl", default=None, help="implementation to replay against (default: the one recorded in the file)")
+    replay.add_argument("--contract", default=None, choices=CONTRACTS, help="force the implementation's contract")
+    replay.add_argument("--device", default=None, type=argtypes.one_device, help="device to replay on (default: the recorded one); "
+                        "exit 5 if it is missing here")
+    replay.add_argument("--no-fallback", dest="fallback", action="store_false", help="exit 5 (--prune: keep the file) instead of "
+                        "replaying on cpu when the recorded device is missing here")
+    replay.add_argument("--timeout", type=argtypes.positive_seconds, default=None, metavar="S",
+                        help="per-call time limit in seconds (default 30)")
+    one = p.add_argument_group("promoting (PATH)")
+    one.add_argument("--promote", action="store_true", help="also add the case to the regression corpus (it must pass against the reference)")
+    one.add_argument("--corpus", default=None, metavar="DIR", help="regression corpus folder (default: properties/regressions; env SIMACC_REGRESSIONS)")
+    folder = p.add_argument_group("cleaning the repro folder")
+    folder.add_argument("--prune", action="store_true", help="replay every repro file in the folder; remove those that pass now")
+    folder.add_argument("--keep", type=argtypes.positive_int, default=None, metavar="N",
+                        help="first remove all but the newest N files (the most recently found), without replaying them")
+    folder.add_argument("--repro-dir", default=None, metavar="DIR",
+                        help=f"the folder (default {DEFAULT_DIR}, where a missing one is empty; env SIMACC_REPRO_DIR)")
+    folder.add_argument("--remove-unreadable", action="store_true", help="also remove files that are unreadable or invalid")
     p.set_defaults(run=run)
 
 
 def run(args):
+    cleaning = args.prune or args.keep is not None
+    problem = _usage_problem(args, cleaning)
+    if problem:
+        print(f"simacc repro: {problem}", file=sys.stderr)
+        return UNUSABLE
+    return _clean(args) if cleaning else _replay_file(args)
+
+
+def _usage_problem(args, cleaning):
+    """What is wrong with the combination of arguments, or None."""
+    if cleaning and args.path:
+        return "give a repro file PATH or --prune/--keep, not both"
+    if cleaning and args.promote:
+        return "--promote goes with a repro file PATH"
+    if not cleaning and not args.path:
+        return "give a repro file PATH, or --prune/--keep N to clean the repro folder (see --help)"
+    if not cleaning and (args.repro_dir or args.remove_unreadable):
+        return "--repro-dir and --remove-unreadable go with --prune or --keep"
+    return None
+
+
+class NotReplayed(Exception):
+    """Why a case is not replayed here (one line), with the exit code that says so."""
+
+    def __init__(self, code, reason):
+        super().__init__(reason)
+        self.code = code
+
+
+def _plan(record, args):
+    """The implementation and device to replay ``record`` with, and a note when falling back
+    from the recorded device; :class:`NotReplayed` when it cannot be replayed here."""
     from simacc import impl as impls
+
+    try:
+        chosen = impls.load(args.impl or record.impl, args.contract)
+    except impls.ImplError as e:
+        hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
+        raise NotReplayed(UNUSABLE, f"{e}{hint}") from None
+    if not record.applies_to(chosen.contract):
+        raise NotReplayed(UNUSABLE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
+                          f"this case is for {', '.join(c for c in CONTRACTS if record.applies_to(c))}")
+    device, note = _device(args.device, record.device, args.fallback)
+    if record.property.across_devices and not devices.is_cuda(device):
+        missing = devices.unavailable("cuda")  # replaying on cpu would compare cpu with itself
+        raise NotReplayed(NOTHING_REPLAYED, f"{record.property.id} compares CUDA with CPU, and "
+                          + ("CUDA is not available here" if missing else f"{device} is not a CUDA device"))
+    return chosen, device, note
+
+
+def _device(asked, recorded, fallback):
+    """The device to replay on, and a note when it is cpu instead of the recorded one."""
+    if asked is not None:
+        missing = devices.unavailable(asked)
+        if missing:
+            raise NotReplayed(NOTHING_REPLAYED, f"--device {asked}, but {missing}")
+        return asked, None
+    missing = devices.unavailable(recorded)
+    if not missing:
+        return recorded, None
+    if not fallback:
+        raise NotReplayed(NOTHING_REPLAYED, f"recorded on {recorded}, but {missing} (and --no-fallback)")
+    return "cpu", f"recorded on {recorded}; {missing}, so replaying on cpu"
+
+
+def _replay_file(args):
     from simacc.observe import DEFAULT_TIMEOUT, ImplementationHung, Runner
 
     try:
         record = load(args.path)
     except ReproError as e:
         print(f"simacc repro: {args.path}: {e}", file=sys.stderr)
-        return 2
+        return UNUSABLE
     try:
-        chosen = impls.load(args.impl or record.impl, args.contract)
-    except impls.ImplError as e:
-        hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
-        print(f"simacc repro: {e}{hint}", file=sys.stderr)
-        return 2
-    if not record.applies_to(chosen.contract):
-        print(f"simacc repro: not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
-              f"this case is for {', '.join(c for c in CONTRACTS if record.applies_to(c))}", file=sys.stderr)
-        return 2
-    device = _device(args.device, record.device)
-    if device is None:
-        return 2
-    if record.property.across_devices and not torch.cuda.is_available():
-        print(f"simacc repro: {record.property.id} compares CUDA with CPU, and CUDA is not available here", file=sys.stderr)
-        return 2
+        chosen, device, note = _plan(record, args)
+    except NotReplayed as e:
+        print(f"simacc repro: {e}", file=sys.stderr)
+        return e.code
+    if note:
+        print(f"note: {note}")
     timeout = args.timeout or DEFAULT_TIMEOUT
-    runner = Runner(chosen, timeout)
     print(f"property  {record.property.id} ({record.property.module})")
     print(f"case      {record.case.summary()}")
     print(f"impl      {chosen.spec} (contract {chosen.contract}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})"))
-    error = record.property.replay(runner, device, record.case)
-    if error is None:
-        print(f"pass: {record.property.id} holds for this case")
-    else:
-        print(f"FAIL: {type(error).__name__}: {error}".splitlines()[0])
-        if not isinstance(error, ImplementationHung):  # calling it again would hang again
-            reference = impls.reference(chosen.contract)
-            print(f"where {chosen.spec} differs from the reference {reference.spec}:")
-            expected = Runner(reference, timeout).attempt(record.case, device)
-            produced = runner.attempt(record.case, device)
-            for line in differences(expected, produced):
-                print(f"  {line}")
-    code = 0 if error is None else 1
+    with Runner(chosen, timeout) as runner:
+        error = record.property.replay(runner, device, record.case)
+        if error is None:
+            print(f"pass: {record.property.id} holds for this case")
+        else:
+            print(f"FAIL: {type(error).__name__}: {error}".splitlines()[0])
+            if not isinstance(error, ImplementationHung):  # calling it again would hang again
+                _show_differences(runner, record.case, device)
+    code = PASSES if error is None else FAILS
     if args.promote:
         return promote(record, Path(args.corpus) if args.corpus else corpus_dir(), timeout) or code
     return code
 
 
-def _device(asked, recorded):
-    """The device to replay on, or None (after saying why) when it cannot be had."""
-    from simacc import devices
+def _show_differences(runner, case, device):
+    from simacc import impl as impls
+    from simacc.observe import Runner
 
-    if asked is not None:
-        missing = devices.unavailable(asked)
-        if missing:
-            print(f"simacc repro: --device {asked}, but {missing}", file=sys.stderr)
-            return None
-        return asked
-    missing = devices.unavailable(recorded)
-    if missing:
-        print(f"note: recorded on {recorded}; {missing}, so replaying on cpu")
-        return "cpu"
-    return recorded
+    reference = impls.reference(runner.impl.contract)
+    print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
+    with Runner(reference, runner.timeout) as by_reference:
+        expected = by_reference.attempt(case, device)
+    produced = runner.attempt(case, device)
+    for line in differences(expected, produced):
+        print(f"  {line}")
+
+
+def _clean(args):
+    from simacc import prune
+
+    named = args.repro_dir or env.get("REPRO_DIR")
+    directory = Path(named or DEFAULT_DIR)
+    if named and not directory.is_dir():  # a mistyped folder must not look clean
+        print(f"simacc repro: repro folder {directory} does not exist", file=sys.stderr)
+        return UNUSABLE
+    replay = _replayer(args) if args.prune else None
+    return prune.clean(directory, replay, keep=args.keep, remove_unreadable=args.remove_unreadable)
+
+
+def _replayer(args):
+    """``replay(record) -> (exit code, reason)`` for --prune: like a replay of one file, quietly."""
+    from simacc.observe import DEFAULT_TIMEOUT, Runner
+
+    def replay(record):
+        try:
+            chosen, device, note = _plan(record, args)
+        except NotReplayed as e:
+            return e.code, f"not replayed: {e}"
+        with Runner(chosen, args.timeout or DEFAULT_TIMEOUT) as runner:
+            error = record.property.replay(runner, device, record.case)
+        where = f"{chosen.spec} on {device}" + (f"; {note}" if note else "")
+        if error is None:
+            return PASSES, f"passes now ({where})"
+        return FAILS, f"still fails ({where}): {type(error).__name__}: {error}".splitlines()[0]
+
+    return replay
 
 
 # -- showing where the outputs differ ------------------------------------------------------
@@ -172,7 +296,8 @@ def promote(record, corpus, timeout):
     from simacc.observe import Runner
 
     reference = impls.reference(record.contract)
-    error = record.property.replay(Runner(reference, timeout), "cpu", record.case)
+    with Runner(reference, timeout) as runner:
+        error = record.property.replay(runner, "cpu", record.case)
     if error is not None:
         print(f"not promoted: the reference {reference.spec} fails this case too "
               f"({type(error).__name__}: {error})".splitlines()[0])

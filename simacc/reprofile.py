@@ -123,33 +123,40 @@ def dumps(record):
 
 
 def write_atomically(path, text):
-    """Write ``text`` to ``path`` through a temporary file and a rename: a reader (or a
-    crash) never sees half a file."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder, synced, then
+    renamed over ``path``: a reader (or a crash) never sees half a file, and of two writers
+    of one path the last rename wins whole. The temporary name is hidden and never ``*.json``."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def save(record, directory):
-    """Write ``record`` as a new file in ``directory``; its path.
+def file_name(record):
+    """``<property>-<device>-<hash>.json``, the hash over what makes two failures the same:
+    the property, the implementation, the device and the case (issue #14). Any xdist worker
+    or later run that finds the failure again gets this name, so a folder holds one file per
+    distinct failure. Two spellings of one device (``cpu``, ``cpu:0``) are one device."""
+    device = devices.resolve(record.device)
+    identity = [record.property.id, record.impl, str(device), encode_case(record.case)]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{record.property.id}-{str(device).replace(':', '')}-{digest}.json"
 
-    ``<property>-<device>-<case hash>-<random>.json``: equal failures share the prefix
-    (how ``simacc fuzz`` deduplicates), and the random tail keeps xdist workers and runs
-    from ever overwriting each other.
-    """
+
+def save(record, directory):
+    """Write ``record`` into ``directory`` under its :func:`file_name`; its path. A file of
+    the same failure is replaced whole: it ends up holding the latest message, and its
+    modification time says when the failure was last seen (what ``--keep`` reads)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{failure_key(record)}-{uuid.uuid4().hex[:8]}.json"
+    path = directory / file_name(record)
     write_atomically(path, dumps(record))
     return path
-
-
-def failure_key(record):
-    """What makes two failures the same: property, device and case."""
-    return f"{record.property.id}-{record.device}-{record.digest()}"
 
 
 # -- decoding and validation ------------------------------------------------------------

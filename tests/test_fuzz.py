@@ -1,5 +1,7 @@
-"""Self-tests of ``simacc fuzz`` (issue #5): it explores until the time is up, keeps one repro
-file per distinct failure, and stops cleanly on Ctrl-C with what it found."""
+"""Self-tests of ``simacc fuzz`` (issue #5): it explores until the time is up, reports each
+distinct failure once (a failure found again rewrites its own repro file, issue #14), and stops
+cleanly on Ctrl-C with what it found. Only the Ctrl-C test starts ``simacc fuzz`` as a process
+of its own (a real signal); the others call it here, and only its rounds are processes."""
 
 import os
 import signal
@@ -42,25 +44,32 @@ def test_fuzz_writes_a_repro_file_for_a_planted_bug_and_keeps_it_on_ctrl_c(tmp_p
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1, out
-    assert "interrupted after" in out and "new failure: num_correct_drafts_is_length_minus_one-cpu-" in out
+    assert "interrupted after" in out and f"new failure: found{os.sep}num_correct_drafts_is_length_minus_one-cpu-" in out
     assert "simacc/fuzz.py" not in out  # no traceback of our own
     (found,) = (tmp_path / "found").glob("*.json")
     assert reprofile.load(found).property.id == "num_correct_drafts_is_length_minus_one"
     assert f"replay one with: simacc repro found{os.sep}{found.name}" in out
 
 
-def test_fuzz_stops_when_the_time_is_up(tmp_path):
-    proc = _fuzz("--minutes", "0.03", "--device", "cpu", "-k", "index", "--repro-dir", "found", cwd=tmp_path)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out
-    assert out.startswith("round 1: seed") and "time is up after" in out and "0 distinct new failure(s)" in out
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """Run ``simacc fuzz`` in this process from ``tmp_path``, without this session's ``SIMACC_*``."""
+    for name in [k for k in os.environ if k.startswith("SIMACC_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # the rounds' Hypothesis database lands there too
+    return tmp_path
 
 
-def test_fuzz_exits_2_when_a_round_cannot_run(tmp_path):
-    proc = _fuzz("--minutes", "1", "-k", "no_property_is_called_this", "--repro-dir", "found", cwd=tmp_path)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 2, out
-    assert "pytest exited with code 5" in out and "round 2" not in out
+def test_fuzz_stops_when_the_time_is_up(here, capsys):
+    assert cli.main(["fuzz", "--minutes", "0.03", "--device", "cpu", "-k", "index", "--repro-dir", "found"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("round 1: seed") and "time is up after" in out and "0 distinct new failure(s)" in out, out
+
+
+def test_fuzz_exits_2_when_a_round_cannot_run(here, capsys):
+    assert cli.main(["fuzz", "--minutes", "1", "-k", "no_property_is_called_this", "--repro-dir", "found"]) == 2
+    out = capsys.readouterr().out
+    assert "pytest exited with code 5" in out and "round 2" not in out, out
 
 
 def test_fuzz_exits_2_for_a_bad_implementation_before_any_round(capsys):
@@ -77,21 +86,17 @@ def test_fuzz_wants_a_positive_number_of_minutes(minutes, capsys):
     assert "--minutes" in capsys.readouterr().err
 
 
-def test_fuzz_keeps_one_file_per_distinct_failure(tmp_path, capsys):
-    def write(name, age):
-        path = tmp_path / name
-        path.write_text("{}")
-        os.utime(path, (time.time() - age, time.time() - age))
-        return path
-
-    earlier = write("p-cpu-aaaaaaaaaa-00000001.json", 30)  # from before this session
-    seen = {"p-cpu-aaaaaaaaaa": earlier}
-    found = []
-    write("p-cpu-aaaaaaaaaa-00000002.json", 20)  # the same failure again
-    first = write("p-cpu-bbbbbbbbbb-00000003.json", 10)  # a new case
-    write("p-cpu-bbbbbbbbbb-00000004.json", 5)  # ... found again
-    other_device = write("p-cuda-bbbbbbbbbb-00000005.json", 1)
-    fuzz._keep_distinct(tmp_path, seen, found)
-    assert found == [first, other_device]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([earlier.name, first.name, other_device.name])
-    assert "new failure: p-cpu-bbbbbbbbbb" in capsys.readouterr().out
+def test_fuzz_reports_each_new_repro_file_once_and_earlier_ones_never(tmp_path, capsys):
+    earlier = tmp_path / "p-cpu-aaaaaaaaaaaa.json"  # from before this session
+    earlier.write_text("{}")
+    seen, found = set(tmp_path.glob("*.json")), []
+    new = tmp_path / "p-cpu-bbbbbbbbbbbb.json"
+    new.write_text("{}")
+    (tmp_path / ".p-cpu-cccccccccccc.json.0123abcd.tmp").write_text("{")  # a write in progress
+    fuzz._report_new(tmp_path, seen, found)
+    for path in (earlier, new):
+        path.write_text("{ }")  # both found again: the same files, rewritten
+    fuzz._report_new(tmp_path, seen, found)
+    assert found == [new]
+    assert capsys.readouterr().out == f"new failure: {new}\n"
+    assert sorted(tmp_path.glob("*.json")) == [earlier, new]  # nothing deleted

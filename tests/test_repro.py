@@ -1,17 +1,27 @@
-"""Self-tests of repro files and ``simacc repro`` (issue #5): a planted bug goes from a failing
-property to a repro file, a replay that points at the wrong element, a replay that passes
-against the reference, a promoted regression case, and a next run that replays it first."""
+"""Self-tests of repro files and ``simacc repro`` (issues #5 and #14): a planted bug goes from
+a failing property to a repro file, a replay that points at the wrong element, a replay that
+passes against the reference, a promoted regression case, and a next run that replays it
+first; one file per distinct failure however often it is found; cleaning the repro folder;
+and never exit 0 when nothing was replayed.
 
+The suite runs happen in this process (a child would import torch again: seconds on a busy
+CI runner); :func:`_pytest` gives back what they share with this session."""
+
+import contextlib
+import errno
+import io
 import json
 import math
 import os
 import re
-import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 from simacc import catalogue, cli, reprofile
 from simacc.cases import DflashCase, EagleCase, TensorArg
@@ -19,6 +29,10 @@ from simacc.cases import DflashCase, EagleCase, TensorArg
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"
 PROPERTY = "index_rows_are_root_plus_range_then_minus_one"
+PARITY = ("cuda_matches_cpu_byte_for_byte", "properties.test_parity")
+NAME = rf"{PROPERTY}-cpu-[0-9a-f]{{12}}\.json"
+NOWHERE = "cuda:99"  # a device missing on every machine here: the exit-5 paths, with or without CUDA
+MISSING_IMPL = "/ci/runner/work/kernels.py:generate"
 BUGGY = '''
 import torch
 import simacc as sa
@@ -36,25 +50,46 @@ def roots_at_i_times_width(accept_index, predict, num_correct_drafts, candidates
 
 
 def _pytest(*args, corpus, cwd):
-    """The suite in a fresh process (the ci profile: derandomized, no database), CPU only."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    env["SIMACC_REGRESSIONS"] = str(corpus)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
+    """The suite run in this process from ``cwd`` (the ci profile: derandomized, no
+    database), CPU only: ``(exit code, output)``. Afterwards the environment, the working
+    folder, the Hypothesis profile and the corpus module (it reads its folder when
+    imported, so it is imported afresh for the run) are this session's again."""
+    command = ["-p", "no:cacheprovider", "-p", "no:faulthandler", "-s", "--rootdir", str(REPO),
                "--hypothesis-profile", "ci", "--device", "cpu", *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    profile = settings.get_current_profile_name()
+    corpus_module = sys.modules.pop("properties.test_regressions", None)
+    out = io.StringIO()
+    try:
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+            for name in [k for k in os.environ if k.startswith("SIMACC_")]:
+                mp.delenv(name)
+            mp.setenv("SIMACC_REGRESSIONS", str(corpus))
+            mp.chdir(cwd)
+            code = pytest.main(command)
+    finally:
+        settings.load_profile(profile)
+        sys.modules.pop("properties.test_regressions", None)
+        if corpus_module is not None:
+            sys.modules["properties.test_regressions"] = corpus_module
+    return int(code), out.getvalue()
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    """A buggy implementation, the output of a suite run on one of its failing properties,
-    and the repro file that run wrote."""
+def buggy(tmp_path_factory):
+    """The IMPL of an implementation that assumes roots at ``i * W``."""
+    path = tmp_path_factory.mktemp("buggy") / "buggy.py"
+    path.write_text(BUGGY)
+    return f"{path}:roots_at_i_times_width"
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory, buggy):
+    """Two suite runs (a run, then a rerun) of one of the buggy implementation's failing
+    properties, and every file they left in the repro folder."""
     root = tmp_path_factory.mktemp("planted")
-    (root / "buggy.py").write_text(BUGGY)
-    impl = f"{root / 'buggy.py'}:roots_at_i_times_width"
-    run = _pytest(str(REPO / "properties" / "test_index.py"), "-k", "index_rows", "--impl", impl,
-                  "--repro-dir", str(root / "failures"), corpus=root / "corpus", cwd=root)
-    files = sorted((root / "failures").glob("*.json"))
-    return {"root": root, "impl": impl, "run": run, "files": files}
+    runs = [_pytest(str(REPO / "properties" / "test_index.py"), "-k", "index_rows", "--impl", buggy,
+                    "--repro-dir", str(root / "failures"), corpus=root / "corpus", cwd=root) for _ in range(2)]
+    return {"impl": buggy, "runs": runs, "files": sorted((root / "failures").iterdir())}
 
 
 @pytest.fixture
@@ -65,7 +100,7 @@ def promoted(planted, tmp_path):
     return tmp_path
 
 
-def _valid_case():
+def _valid_case(seed=2**64 - 1):
     return EagleCase(
         accept_index=TensorArg(torch.tensor([[0, -1], [3, -1]], dtype=torch.int32), "transposed"),
         predict=TensorArg(torch.arange(6, dtype=torch.int32), "offset"),
@@ -73,14 +108,24 @@ def _valid_case():
         candidates=TensorArg(torch.tensor([[1, 2], [3, 2**40]], dtype=torch.int64)),
         target_predict=TensorArg(torch.tensor([[5, 6], [7, 8]], dtype=torch.int64)),
         bs=2, spec_steps=1, simulate_acc_len=1.5, simulate_acc_method="multinomial",
-        simulate_acc_token_mode="real-draft-token", seed=2**64 - 1,
+        simulate_acc_token_mode="real-draft-token", seed=seed,
     )
 
 
+def _record(impl=REFERENCE, device="cpu", case=None, prop=(PROPERTY,), message="index[1, 0]=2, but should be 3"):
+    """A record of ``_valid_case()``: it passes against the reference and fails against ``buggy``."""
+    return reprofile.Repro(catalogue.find_property(*prop), "eagle", impl, device, message, case or _valid_case())
+
+
 def _document(case=None):
-    prop = catalogue.find_property(PROPERTY)
-    record = reprofile.Repro(prop, "eagle", REFERENCE, "cpu", "index[0, 1]=9, but should be 1", case or _valid_case())
-    return json.loads(reprofile.dumps(record))
+    return json.loads(reprofile.dumps(_record(case=case)))
+
+
+def _write(folder, record, age=0):
+    """Save ``record`` in ``folder`` as if its failure was last found ``age`` seconds ago."""
+    path = reprofile.save(record, folder)
+    os.utime(path, (time.time() - age, time.time() - age))
+    return path
 
 
 def _same_case(a, b):
@@ -98,17 +143,24 @@ def _same_case(a, b):
 
 
 def test_a_failing_property_writes_one_repro_file_and_says_how_to_replay_it(planted):
-    run, files = planted["run"], planted["files"]
-    assert run.returncode == 1, run.stdout + run.stderr
+    (code, out), _ = planted["runs"]
+    files = planted["files"]
+    assert code == 1, out
     assert len(files) == 1
     name = files[0].name
-    assert re.fullmatch(rf"{PROPERTY}-cpu-[0-9a-f]{{10}}-[0-9a-f]{{8}}\.json", name)
-    assert f"simacc repro failures/{name} [--impl IMPL]" in run.stdout  # relative to where pytest ran
-    assert "case: EagleCase(" in run.stdout
+    assert re.fullmatch(NAME, name)
+    assert f"simacc repro failures/{name} [--impl IMPL]" in out  # relative to where pytest ran
+    assert "case: EagleCase(" in out
     doc = json.loads(files[0].read_text())
     assert (doc["schema"], doc["property"], doc["module"]) == (reprofile.SCHEMA, PROPERTY, "properties.test_index")
     assert (doc["contract"], doc["impl"], doc["device"]) == ("eagle", planted["impl"], "cpu")
     assert doc["message"].startswith("index[")
+
+
+def test_a_rerun_that_finds_the_same_failure_rewrites_its_file_instead_of_adding_one(planted):
+    (path,) = planted["files"]  # after both runs: no second file, no temporary one
+    for code, out in planted["runs"]:
+        assert code == 1 and f"repro file: failures/{path.name}\n" in out, out
 
 
 def test_replaying_against_the_buggy_implementation_exits_1_and_points_at_the_wrong_element(planted, capsys):
@@ -135,42 +187,214 @@ def test_promoting_copies_the_case_into_the_corpus_once(planted, promoted, capsy
 
 
 def test_the_next_suite_run_replays_the_promoted_case_first(planted, promoted, tmp_path):
-    run = _pytest(str(REPO / "properties" / "test_index.py"), str(REPO / "properties" / "test_regressions.py"),
-                  "-v", "-k", "index_rows or regression", "--impl", planted["impl"],
-                  "--repro-dir", str(tmp_path / "failures"), corpus=promoted, cwd=tmp_path)
-    results = re.findall(r"properties/(\S+)::(\S+) (PASSED|FAILED|SKIPPED)", run.stdout)
-    assert results[0][:2] == ("test_regressions.py", f"test_regression[cpu-{next(promoted.glob('*.json')).stem}]"), run.stdout
+    code, out = _pytest(str(REPO / "properties" / "test_index.py"), str(REPO / "properties" / "test_regressions.py"),
+                        "-v", "-k", "index_rows or regression", "--impl", planted["impl"],
+                        "--repro-dir", str(tmp_path / "failures"), corpus=promoted, cwd=tmp_path)
+    results = re.findall(r"properties/(\S+)::(\S+) (PASSED|FAILED|SKIPPED)", out)
+    assert results[0][:2] == ("test_regressions.py", f"test_regression[cpu-{next(promoted.glob('*.json')).stem}]"), out
     assert results[0][2] == "FAILED"
     assert {p.name.split("-")[0] for p in (tmp_path / "failures").glob("*.json")} == {PROPERTY}
 
 
 def test_against_the_reference_a_promoted_case_passes_and_a_broken_corpus_file_fails_with_its_reason(promoted, tmp_path):
     (promoted / "broken.json").write_text('{"schema": "simacc-repro/1"')
-    run = _pytest(str(REPO / "properties" / "test_regressions.py"), "-rA", corpus=promoted, cwd=tmp_path)
-    assert re.search(r"PASSED \S+::test_regression\[cpu-index_rows", run.stdout), run.stdout
-    assert "broken.json: not valid JSON" in run.stdout and "1 failed, 1 passed" in run.stdout, run.stdout
+    code, out = _pytest(str(REPO / "properties" / "test_regressions.py"), "-rA", corpus=promoted, cwd=tmp_path)
+    assert re.search(r"PASSED \S+::test_regression\[cpu-index_rows", out), out
+    assert "broken.json: not valid JSON" in out and "1 failed, 1 passed" in out, out
 
 
-def test_a_case_recorded_on_cuda_replays_on_cpu(tmp_path, capsys):
-    doc = _document()
-    doc["device"] = "cuda"
-    path = tmp_path / "from-cuda.json"
-    path.write_text(json.dumps(doc))
+# -- one file per distinct failure (issue #14) -------------------------------------------
+
+
+def test_one_failure_is_one_file_whichever_worker_run_or_device_spelling_finds_it(tmp_path):
+    first = reprofile.save(_record(message="first"), tmp_path)
+    again = reprofile.save(_record(device="cpu:0", message="found again"), tmp_path)
+    assert again == first and re.fullmatch(NAME, first.name)
+    assert list(tmp_path.iterdir()) == [first]
+    assert reprofile.load(first).message == "found again"  # the latest word on it
+    others = [_record(impl=MISSING_IMPL), _record(device=NOWHERE), _record(case=_valid_case(seed=1)),
+              _record(prop=("real_mode_writes_drafts_then_bonus_at_accepted_slots",))]
+    names = {reprofile.save(record, tmp_path).name for record in others}
+    assert len(names) == len(others) and first.name not in names
+
+
+def test_concurrent_writers_of_one_failure_leave_one_whole_file_and_nothing_else(tmp_path):
+    seen, stop = [], threading.Event()
+
+    def write(writer):
+        for _ in range(10):
+            reprofile.save(_record(message=f"writer {writer}"), tmp_path)
+
+    def read():  # a reader never sees half a file
+        while not stop.is_set():
+            for path in tmp_path.glob("*.json"):
+                try:
+                    seen.append(reprofile.load(path).message)
+                except reprofile.ReproError as e:
+                    seen.append(f"half a file: {e}")
+
+    reader = threading.Thread(target=read)
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    for thread in [reader, *writers]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    reader.join()
+    (path,) = tmp_path.iterdir()
+    assert re.fullmatch(NAME, path.name) and reprofile.load(path).message.startswith("writer ")
+    assert seen and all(m.startswith("writer ") for m in seen)
+
+
+def test_a_write_that_fails_leaves_the_earlier_file_whole_and_no_temporary_file(tmp_path, monkeypatch):
+    path = reprofile.save(_record(message="earlier"), tmp_path)
+
+    def disk_error(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", disk_error)  # the new text never reached the disk
+    with pytest.raises(OSError):
+        reprofile.save(_record(message="later"), tmp_path)
+    assert list(tmp_path.iterdir()) == [path]
+    assert reprofile.load(path).message == "earlier"
+
+
+# -- which device, and exit 5 when nothing was replayed (issue #14) -----------------------
+
+
+def test_a_case_recorded_on_a_missing_cuda_device_replays_on_cpu_with_a_note(tmp_path, capsys):
+    path = _write(tmp_path, _record(device=NOWHERE))
     assert cli.main(["repro", str(path), "--device", "cpu"]) == 0
-    assert "on cpu (recorded on cuda)" in capsys.readouterr().out
+    assert f"on cpu (recorded on {NOWHERE})" in capsys.readouterr().out
+    assert cli.main(["repro", str(path)]) == 0
+    assert f"note: recorded on {NOWHERE}; no " in capsys.readouterr().out  # no CUDA, or no such index
     if not torch.cuda.is_available():
-        assert cli.main(["repro", str(path)]) == 0
+        cuda = _write(tmp_path, _record(device="cuda"))
+        assert cli.main(["repro", str(cuda)]) == 0
         assert "no CUDA: torch.cuda.is_available() is False, so replaying on cpu" in capsys.readouterr().out
-        assert cli.main(["repro", str(path), "--device", "cuda"]) == 2
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message where CUDA is missing")
-def test_a_cuda_parity_case_needs_cuda_to_replay(tmp_path, capsys):
-    doc = _document()
-    doc["property"], doc["module"] = "cuda_matches_cpu_byte_for_byte", "properties.test_parity"
-    (tmp_path / "parity.json").write_text(json.dumps(doc))
-    assert cli.main(["repro", str(tmp_path / "parity.json")]) == 2
-    assert "compares CUDA with CPU, and CUDA is not available here" in capsys.readouterr().err
+def test_an_explicit_device_that_is_missing_exits_5_with_a_one_line_reason(tmp_path, capsys):
+    path = _write(tmp_path, _record())
+    assert cli.main(["repro", str(path), "--device", NOWHERE]) == 5
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"--device {NOWHERE}, but no " in err, err
+    if not torch.cuda.is_available():
+        assert cli.main(["repro", str(path), "--device", "cuda"]) == 5
+        assert "--device cuda, but no CUDA" in capsys.readouterr().err
+
+
+def test_without_fallback_a_case_recorded_on_a_missing_device_exits_5_and_promotes_nothing(tmp_path, capsys):
+    path = _write(tmp_path / "failures", _record(device=NOWHERE))
+    corpus = tmp_path / "corpus"
+    assert cli.main(["repro", str(path), "--no-fallback", "--promote", "--corpus", str(corpus)]) == 5
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"recorded on {NOWHERE}, but no " in err and "--no-fallback" in err, err
+    assert not corpus.exists()
+
+
+def test_a_cuda_parity_case_is_never_replayed_on_cpu(tmp_path, capsys):
+    path = _write(tmp_path, _record(prop=PARITY))
+    assert cli.main(["repro", str(path), "--device", "cpu"]) == 5  # it would compare cpu with itself
+    assert "compares CUDA with CPU" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert cli.main(["repro", str(path)]) == 5
+        assert "compares CUDA with CPU, and CUDA is not available here" in capsys.readouterr().err
+
+
+# -- cleaning the repro folder (issue #14) ------------------------------------------------
+
+
+def _clean(*args):
+    return cli.main(["repro", *args])
+
+
+def test_pruning_removes_the_cases_that_pass_now_and_keeps_the_ones_that_still_fail(tmp_path, buggy, capsys):
+    passes, fails = _write(tmp_path, _record()), _write(tmp_path, _record(impl=buggy))
+    assert _clean("--prune", "--repro-dir", str(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert f"removed    {passes}: passes now ({REFERENCE} on cpu)\n" in out
+    assert f"kept       {fails}: still fails ({buggy} on cpu): AssertionError: index[1, 0]=" in out
+    assert out.endswith(f"2 repro file(s) in {tmp_path}: 1 removed, 1 kept, 0 unreadable\n")
+    assert list(tmp_path.iterdir()) == [fails]
+    assert _clean("--prune", "--repro-dir", str(tmp_path), "--impl", REFERENCE) == 0  # once fixed
+    assert _clean("--prune", "--repro-dir", str(tmp_path)) == 0
+    assert list(tmp_path.iterdir()) == [] and capsys.readouterr().out.endswith(f"no repro files in {tmp_path}\n")
+
+
+def test_pruning_reports_an_unreadable_file_and_removes_it_only_when_asked(tmp_path, capsys):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema": "simacc-repro/1"')
+    passes = _write(tmp_path, _record())
+    assert _clean("--prune", "--repro-dir", str(tmp_path)) == 2
+    out = capsys.readouterr().out
+    assert f"unreadable {broken}: not valid JSON" in out and "(kept; --remove-unreadable removes it)" in out
+    assert f"removed    {passes}: passes now" in out
+    assert list(tmp_path.iterdir()) == [broken]
+    assert _clean("--prune", "--repro-dir", str(tmp_path), "--remove-unreadable") == 0
+    assert f"removed    {broken}: unreadable: not valid JSON" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pruning_keeps_every_case_it_cannot_replay_here(tmp_path, capsys):
+    elsewhere = _write(tmp_path, _record(device=NOWHERE))
+    parity = _write(tmp_path, _record(prop=PARITY, device=NOWHERE))  # on cpu it would compare cpu with itself
+    assert _clean("--prune", "--no-fallback", "--repro-dir", str(tmp_path)) == 5
+    out = capsys.readouterr().out
+    assert f"kept       {elsewhere}: not replayed: recorded on {NOWHERE}, but no " in out
+    assert f"kept       {parity}: not replayed: " in out
+    assert _clean("--prune", "--repro-dir", str(tmp_path)) == 5  # the fallback replays one on cpu
+    assert f"removed    {elsewhere}: passes now ({REFERENCE} on cpu; recorded on {NOWHERE}" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == [parity]
+    unusable = _write(tmp_path, _record(impl=MISSING_IMPL))
+    assert _clean("--prune", "--repro-dir", str(tmp_path)) == 2
+    assert f"kept       {unusable}: not replayed: IMPL {MISSING_IMPL!r}: no such file" in capsys.readouterr().out
+    assert sorted(tmp_path.iterdir()) == sorted([parity, unusable])
+
+
+def test_keep_n_removes_all_but_the_newest_n_files_without_replaying_them(tmp_path, buggy, capsys):
+    oldest = _write(tmp_path, _record(impl=MISSING_IMPL), age=600)  # never imported
+    old = _write(tmp_path, _record(impl=buggy), age=300)
+    new = _write(tmp_path, _record(), age=10)
+    assert _clean("--keep", "1", "--repro-dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert f"removed    {oldest}: older than the newest 1\n" in out and f"removed    {old}: older than the newest 1\n" in out
+    assert f"kept       {new}: one of the newest 1\n" in out
+    assert list(tmp_path.iterdir()) == [new]
+    newest = _write(tmp_path, _record(impl=buggy, case=_valid_case(seed=7)))
+    assert _clean("--prune", "--keep", "1", "--repro-dir", str(tmp_path)) == 1  # the newest still fails
+    assert list(tmp_path.iterdir()) == [newest]
+
+
+def test_pruning_a_named_folder_that_does_not_exist_exits_2_and_a_missing_default_one_is_clean(tmp_path, monkeypatch, capsys):
+    assert _clean("--prune", "--repro-dir", str(tmp_path / "typo")) == 2
+    assert f"repro folder {tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SIMACC_REPRO_DIR", raising=False)
+    assert _clean("--prune") == 0
+    assert capsys.readouterr().out == "no repro files in .simacc/failures\n"
+
+
+@pytest.mark.parametrize("args, problem", [
+    ([], "give a repro file PATH, or --prune/--keep N to clean the repro folder"),
+    (["case.json", "--prune"], "give a repro file PATH or --prune/--keep, not both"),
+    (["--keep", "3", "--promote"], "--promote goes with a repro file PATH"),
+    (["case.json", "--repro-dir", "elsewhere"], "--repro-dir and --remove-unreadable go with --prune or --keep"),
+])
+def test_a_repro_file_and_a_folder_action_exclude_each_other_and_one_is_needed(args, problem, capsys):
+    assert _clean(*args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"simacc repro: {problem}") and err.count("\n") == 1, err
+
+
+def test_the_help_documents_both_ways_to_call_it_and_every_exit_code(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["repro", "--help"])
+    out = capsys.readouterr().out
+    assert "simacc repro PATH" in out and "simacc repro --prune" in out and "simacc repro --keep N" in out
+    for line in ("0  the case passes", "1  the case still fails", "2  the file is unusable", "5  nothing replayed"):
+        assert line in out
+    assert "--no-fallback" in out and "--remove-unreadable" in out
 
 
 def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
@@ -260,7 +484,7 @@ def test_a_missing_file_exits_2(tmp_path, capsys):
 
 def test_a_recorded_implementation_that_is_not_here_exits_2_and_suggests_impl(tmp_path, capsys):
     doc = _document()
-    doc["impl"] = "/ci/runner/work/kernels.py:generate"
+    doc["impl"] = MISSING_IMPL
     (tmp_path / "case.json").write_text(json.dumps(doc))
     assert cli.main(["repro", str(tmp_path / "case.json")]) == 2
     assert "pass --impl" in capsys.readouterr().err
@@ -275,7 +499,6 @@ def test_the_repos_corpus_files_are_valid_and_named_for_their_case():
 
 
 def test_local_runs_keep_an_example_database_and_ci_prints_reproduction_blobs():
-    from hypothesis import settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     local = settings.get_profile("default").database
