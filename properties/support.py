@@ -16,7 +16,7 @@ import strategies as sx
 from simacc import impl
 from simacc.assertions import check, check_equal
 from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.cases import EagleCase, TensorArg
+from simacc.cases import EagleCase, KernelCase, TensorArg
 
 FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
 
@@ -94,18 +94,45 @@ def _on(tensor, like):
     return tensor.to(like.device) if isinstance(tensor, torch.Tensor) and isinstance(like, torch.Tensor) else tensor
 
 
-def expected_index(case):
+def length_of(runner, outcome, case, source):
+    """The ``L`` a property holds the outputs to (issue #11).
+
+    At the exact level, the documented draw from the case's seed (or the kernel op's given
+    length). At the semantic level, for ports that draw ``L`` their own way, the one ``L``
+    that the output ``source`` shows (``num_correct_drafts``, ``index`` or ``commit_lens``),
+    after checking that every row shows the same one, in ``[1, W]``: the property then
+    checks the other outputs against it.
+    """
+    __tracebackhide__ = True
+    if runner.impl.level == "exact" or isinstance(case, KernelCase) or case.bs == 0:
+        return case.expected_length()
+    shown = _shown_lengths(outcome, source)
+    low, high = int(shown.min()), int(shown.max())
+    what = f"L as {source} shows it (min, max over the rows)"
+    check(low == high and 1 <= low <= case.max_len, what, (low, high), f"one value in [1, {case.max_len}]", case)
+    return low
+
+
+def _shown_lengths(outcome, source):
+    got = outcome.returned if source == "index" else outcome.args[source]
+    check(isinstance(got, torch.Tensor), f"type({source})", type(got).__name__, "Tensor", None)
+    got = got.cpu().long()
+    if source == "index":
+        return (got != -1).sum(dim=1)
+    return got + 1 if source == "num_correct_drafts" else got
+
+
+def expected_index(case, length):
     """The index SPEC.md requires: a -1 buffer whose first ``L`` columns are the roots plus
     ``0..L-1`` (written the way upstream writes it, not the way the reference does)."""
-    length = case.expected_length()
     expected = torch.full((case.bs, case.max_len), -1, dtype=torch.int32)
-    expected[:, :length] = accepted_slots(case).int()
+    expected[:, :length] = accepted_slots(case, length).int()
     return expected
 
 
-def accepted_slots(case):
+def accepted_slots(case, length):
     """``(bs, L)`` flat ``predict`` positions of the accepted slots, row by row."""
-    return case.root_values.long() + torch.arange(case.expected_length())
+    return case.root_values.long() + torch.arange(length)
 
 
 def drafts_then_bonus(candidates, target_predict, length):

@@ -15,7 +15,8 @@ from hypothesis import given
 import strategies as sx
 from properties import support
 
-pytestmark = pytest.mark.contracts("eagle", "legacy")
+# Two calls are compared output for output: that needs the documented draws (exact level).
+pytestmark = [pytest.mark.contracts("eagle", "legacy"), pytest.mark.levels("exact")]
 
 
 def check_defaults_apply(impl, device, case):

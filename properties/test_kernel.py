@@ -40,7 +40,7 @@ def test_kernel_index_is_an_int32_tensor_of_shape_bs_by_width(impl, device, case
 @given(case=cases)
 def test_kernel_index_rows_are_root_plus_range_then_minus_one(impl, device, case):
     got = impl.run(case, device).returned
-    check_equal("index", got, support.expected_index(case).to(device), case)
+    check_equal("index", got, support.expected_index(case, case.num_accept_tokens).to(device), case)
 
 
 @given(case=cases)
@@ -52,7 +52,7 @@ def test_kernel_num_correct_drafts_is_length_minus_one(impl, device, case):
 @given(case=real_cases)
 def test_kernel_real_mode_writes_drafts_then_bonus_at_accepted_slots(impl, device, case):
     predict = impl.run(case, device).args["predict_tokens"].cpu()
-    slots = support.accepted_slots(case)
+    slots = support.accepted_slots(case, case.num_accept_tokens)
     expected = support.drafts_then_bonus(case.candidate_tokens.values, case.target_tokens.values,
                                          case.num_accept_tokens)
     got = predict[slots.reshape(-1)].reshape(slots.shape)
@@ -62,7 +62,7 @@ def test_kernel_real_mode_writes_drafts_then_bonus_at_accepted_slots(impl, devic
 @given(case=real_cases)
 def test_kernel_real_mode_leaves_other_predict_slots_unchanged(impl, device, case):
     got = impl.run(case, device).args["predict_tokens"].cpu()
-    slots = support.accepted_slots(case).reshape(-1)
+    slots = support.accepted_slots(case, case.num_accept_tokens).reshape(-1)
     expected = case.predict_tokens.values.clone()
     expected[slots] = got[slots]  # the accepted slots are another property's business
     check_equal("predict_tokens", got, expected, case)
@@ -141,7 +141,7 @@ def test_kernel_matches_upstreams_grid(impl, device):
     index, counts and tokens exact (upstream's one test of its op, as a property)."""
     for case in upstream_grid():
         outcome = impl.run(case, device)
-        check_equal("index", outcome.returned, support.expected_index(case).to(device), case)
+        check_equal("index", outcome.returned, support.expected_index(case, case.num_accept_tokens).to(device), case)
         counts = outcome.args["num_correct_drafts"]
         check_equal("num_correct_drafts", counts, torch.full_like(counts, case.num_accept_tokens - 1), case)
         predict = outcome.args["predict_tokens"]
@@ -155,5 +155,5 @@ def expected_predict(case):
         return torch.full_like(case.predict_tokens.values, support.FIXED_ID)
     expected = case.predict_tokens.values.clone()
     tokens = support.drafts_then_bonus(case.candidate_tokens.values, case.target_tokens.values, case.num_accept_tokens)
-    expected[support.accepted_slots(case).reshape(-1)] = tokens.reshape(-1).int()
+    expected[support.accepted_slots(case, case.num_accept_tokens).reshape(-1)] = tokens.reshape(-1).int()
     return expected

@@ -11,7 +11,7 @@ from hypothesis import given
 import strategies as sx
 from properties import support
 
-pytestmark = pytest.mark.across_devices
+pytestmark = [pytest.mark.across_devices, pytest.mark.levels("exact")]
 BASELINE = "cpu"
 
 

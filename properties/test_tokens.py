@@ -14,11 +14,11 @@ real_cases = sx.eagle_cases(modes=("real-draft-token",))
 
 @given(case=real_cases)
 def test_real_mode_writes_drafts_then_bonus_at_accepted_slots(impl, device, case):
-    predict = impl.run(case, device).args["predict"]
-    slots = support.accepted_slots(case)
-    expected = support.drafts_then_bonus(
-        case.candidates.values, case.target_predict.values, case.expected_length()
-    )
+    outcome = impl.run(case, device)
+    predict = outcome.args["predict"]
+    length = support.length_of(impl, outcome, case, "num_correct_drafts")
+    slots = support.accepted_slots(case, length)
+    expected = support.drafts_then_bonus(case.candidates.values, case.target_predict.values, length)
     got = predict.cpu()[slots.reshape(-1)].reshape(slots.shape)
     check_equal("predict at the accepted slots (row, j)", got, expected.int(), case)
 
@@ -27,7 +27,7 @@ def test_real_mode_writes_drafts_then_bonus_at_accepted_slots(impl, device, case
 def test_real_mode_leaves_other_predict_slots_unchanged(impl, device, case):
     outcome = impl.run(case, device)
     got = outcome.args["predict"].cpu()
-    slots = support.accepted_slots(case).reshape(-1)
+    slots = support.accepted_slots(case, support.length_of(impl, outcome, case, "num_correct_drafts")).reshape(-1)
     expected = case.predict.values.clone()
     expected[slots] = got[slots]  # the accepted slots are another property's business
     check_equal("predict", got, expected, case)

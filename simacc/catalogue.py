@@ -31,6 +31,12 @@ class Property:
         return _marked(self.test, "across_devices") is not None
 
     @property
+    def levels(self):
+        """The conformance levels the property applies to (``levels`` mark; default both)."""
+        mark = _marked(self.test, "levels")
+        return tuple(mark.args) if mark is not None else ("exact", "semantic")
+
+    @property
     def is_hypothesis_test(self):
         return hasattr(self.test, "hypothesis")
 

@@ -5,6 +5,7 @@ import os
 VARIABLES = {
     "SIMACC_IMPL": "the implementation under test (as --impl)",
     "SIMACC_CONTRACT": "force its contract (as --contract)",
+    "SIMACC_LEVEL": "exact or semantic (as --level)",
     "SIMACC_DEVICE": "cpu, cuda or all (as --device)",
     "SIMACC_PROFILE": "Hypothesis settings profile (as --hypothesis-profile)",
     "SIMACC_TIMEOUT": "per-call time limit in seconds (as --simacc-timeout)",

@@ -55,6 +55,7 @@ REFERENCES = {
     "dflash": "simacc:apply_dflash_simulated_acceptance",
     "kernel": "simacc:simulated_accept",
 }
+LEVELS = ("exact", "semantic")
 INFERRED, FORWARDED, FORCED = (
     "inferred from the signature",
     "the default for a **kwargs signature; --contract overrides",
@@ -82,6 +83,7 @@ class Implementation:
     source: str = ""
     version: str = ""
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
+    level: str = "exact"  # "semantic" for ports that draw L their own way (SPEC.md, "Semantic conformance")
 
     @property
     def is_reference(self):
@@ -250,22 +252,25 @@ def forwards_keywords(fn):
     return any(p.kind == p.VAR_KEYWORD for p in params) and not named
 
 
-def load(spec, contract=None):
-    """The :class:`Implementation` named by ``spec``, checked against ``contract``."""
+def load(spec, contract=None, level="exact"):
+    """The :class:`Implementation` named by ``spec``, checked against ``contract`` at
+    ``level``."""
     if contract is not None and contract not in CONTRACTS:
         raise ImplError(f"unknown contract {contract!r}; expected one of {CONTRACTS}")
+    if level not in LEVELS:
+        raise ImplError(f"unknown level {level!r}; expected one of {LEVELS}")
     fn, source, version = _import_target(spec)
     try:
         chosen, style = infer_style(fn, contract)
     except ImplError as e:
         raise ImplError(f"IMPL {spec!r}: {e}") from None
     how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
-    return Implementation(spec, fn, chosen, style, source, version, how)
+    return Implementation(spec, fn, chosen, style, source, version, how, level)
 
 
-def reference(contract):
+def reference(contract, level="exact"):
     """The built-in reference for ``contract``."""
-    return load(REFERENCES[contract], contract)
+    return load(REFERENCES[contract], contract, level)
 
 
 _UNDER_TEST = []  # a stack: a session run inside another (or the zoo's engine) pushes its own

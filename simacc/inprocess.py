@@ -55,6 +55,8 @@ def run_one(prop, name, params, contracts, implementation, device, settings, see
     """One parametrization of one property, as a :class:`Result`."""
     if implementation.contract not in contracts:
         return Result(name, device, NOT_APPLICABLE, None, 0.0, f"contract {implementation.contract!r}")
+    if implementation.level not in prop.levels:
+        return Result(name, device, NOT_APPLICABLE, None, 0.0, f"level {implementation.level!r}")
     missing = devices.unavailable(device)
     if prop.across_devices and not devices.is_cuda(device):
         missing = "compares a CUDA device with the CPU"

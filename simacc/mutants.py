@@ -124,7 +124,7 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
         chosen = settings(chosen, max_examples=max_examples)
     select = set(entry.killers) if expected_only and not entry.correct else None
     start = time.perf_counter()
-    results = inprocess.run(impl.load(entry.spec), device, select=select, settings=chosen, seed=seed)
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=select, settings=chosen, seed=seed)
     failures = [r for r in results if r.status == inprocess.FAIL]
     first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
     return Run(

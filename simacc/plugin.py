@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from simacc import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
+from simacc.impl import CONTRACTS, LEVELS
 
 NOT_APPLICABLE = "not applicable"
 
@@ -32,7 +33,8 @@ NOT_APPLICABLE = "not applicable"
 def pytest_addoption(parser):
     group = parser.getgroup("simacc", "simulated-acceptance conformance")
     group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
-    group.addoption("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
+    group.addoption("--contract", default=None, choices=CONTRACTS, help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
+    group.addoption("--level", default=None, choices=LEVELS, help="exact (default): L is the documented draw from torch's CPU generator; semantic: for ports that draw L their own way, each call is held to the L its outputs show and the distribution of L is tested (env SIMACC_LEVEL)")
     group.addoption("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
     group.addoption("--simacc-timeout", default=None, type=argtypes.positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
     group.addoption("--xfails", default=None, help="file of property ids expected to fail, '#' comments (env SIMACC_XFAILS)")
@@ -45,8 +47,9 @@ def pytest_addoption(parser):
 @pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has loaded --hypothesis-profile
 def pytest_configure(config):
     config.pluginmanager.import_plugin("simacc.recording")
-    config.addinivalue_line("markers", "contracts(*names): the contracts (eagle, legacy, dflash) a property applies to")
+    config.addinivalue_line("markers", f"contracts(*names): the contracts ({', '.join(CONTRACTS)}) a property applies to")
     config.addinivalue_line("markers", "across_devices: a property comparing a CUDA device with the CPU (parametrized over the selected CUDA devices)")
+    config.addinivalue_line("markers", "levels(*names): the levels (exact, semantic) a property applies to (default: both)")
     opt = config.getoption
     _load_profile(opt("--hypothesis-profile", default=None) or env.get("PROFILE"), opt("--max-examples"))
     results = opt("--simacc-results")
@@ -54,14 +57,17 @@ def pytest_configure(config):
         config.pluginmanager.register(ResultsLog(results), "simacc-results")
     spec = opt("--impl") or env.get("IMPL")
     contract = opt("--contract") or env.get("CONTRACT")
+    level = opt("--level") or env.get("LEVEL", "exact")
     selected = None
     if spec:
         from simacc import impl
 
         try:
-            selected = impl.load(spec, contract)
+            selected = impl.load(spec, contract, level)
         except impl.ImplError as e:
             raise pytest.UsageError(str(e)) from None
+    elif level not in LEVELS:
+        raise pytest.UsageError(f"SIMACC_LEVEL must be one of {LEVELS}, got {level!r}")
     elif contract:
         raise pytest.UsageError("--contract needs --impl (or SIMACC_IMPL)")
     timeout = opt("--simacc-timeout") or env.get("TIMEOUT")
@@ -76,6 +82,7 @@ def pytest_configure(config):
     config.stash[_STATE] = _State(
         selected=selected,
         devices=devices.expand(device),
+        level=selected.level if selected is not None else level,
         timeout=timeout,
         xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
@@ -112,6 +119,7 @@ def _load_profile(name, max_examples):
 class _State:
     selected: object  # the Implementation under test, or None for the references
     devices: tuple
+    level: str
     timeout: float | None
     xfails: dict
     repro_dir: Path
@@ -204,6 +212,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(
                 reason=f"{NOT_APPLICABLE}: contract {st.selected.contract!r} (applies to {', '.join(contracts)})"
             ))
+            continue
+        levels = item.get_closest_marker("levels")
+        if levels is not None and st.level not in levels.args:
+            item.add_marker(pytest.mark.skip(reason=f"{NOT_APPLICABLE}: level {st.level!r} (it needs the documented draws)"))
             continue
         pid = property_id(item)
         for entry in (pid, pid.split("[")[0]):
@@ -319,7 +331,7 @@ def impl(request):
     chosen = st.selected
     if chosen is None:
         contracts = _contracts(request.node) or ("eagle",)
-        chosen = impls.reference(contracts[0])
+        chosen = impls.reference(contracts[0], st.level)
     with Runner(chosen, st.timeout or DEFAULT_TIMEOUT) as runner:
         yield runner
 
@@ -341,7 +353,7 @@ def pytest_report_header(config):
     seed = seed or ("fixed (derandomized)" if profile.derandomize else "random")
     lines = [
         f"simacc: implementation {under_test}",
-        f"simacc: devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
+        f"simacc: level {st.level}; devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
         f"{torch.cuda.device_count()} device(s)); "
         f"profile {settings.get_current_profile_name()!r} (max_examples={profile.max_examples}, "
         f"derandomize={profile.derandomize}); seed {seed}; "

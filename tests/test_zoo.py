@@ -53,14 +53,14 @@ def _needs(entry):
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
 def test_mutant_is_killed_by_each_expected_property(entry):
     device = "cuda" if entry.needs_cuda else "cpu"
-    results = inprocess.run(impl.load(entry.spec), device, select=set(entry.killers), settings=KILLING)
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=set(entry.killers), settings=KILLING)
     failed = {r.id.split("[")[0] for r in results if r.status == inprocess.FAIL}
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.CORRECT.values()])
 def test_correct_implementation_is_accepted(entry):
-    results = inprocess.run(impl.load(entry.spec), "cpu:0", settings=ACCEPTING)
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), "cpu:0", settings=ACCEPTING)
     failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
     assert not failed, failed
     assert any(r.status == inprocess.PASS for r in results)

@@ -30,6 +30,7 @@ class Entry:
     killers: tuple
     needs_cuda: bool = False
     requires: tuple = ()
+    level: str = "exact"  # the level it is checked at: "semantic" for ports with their own RNG
 
     def unavailable(self):
         """Why this entry cannot run here (one line), or None."""
@@ -52,12 +53,12 @@ class Entry:
 REGISTRY = {}
 
 
-def register(kind, *killers, needs_cuda=False, requires=()):
+def register(kind, *killers, needs_cuda=False, requires=(), level="exact"):
     """Record the decorated function in the zoo; its docstring's first line is its bug."""
 
     def add(fn):
         bug = fn.__doc__.strip().splitlines()[0]
-        REGISTRY[fn.__name__] = Entry(fn.__name__, fn.__module__, kind, bug, killers, needs_cuda, requires)
+        REGISTRY[fn.__name__] = Entry(fn.__name__, fn.__module__, kind, bug, killers, needs_cuda, requires, level)
         return fn
 
     return add

@@ -39,7 +39,8 @@ def accept_length_counts_the_bonus(accept_index, predict, accept_length, bs, spe
     return base.index(accept_index[:, 0], length, width)
 
 
-@register("sampling distribution", "index_rows_are_root_plus_range_then_minus_one", "generator_consumes_exactly_the_documented_draws")
+@register("sampling distribution", "index_rows_are_root_plus_range_then_minus_one",
+          "generator_consumes_exactly_the_documented_draws", "length_is_one_value_for_the_whole_batch")
 def one_length_per_request(accept_index, predict, num_correct_drafts, bs, spec_steps, simulate_acc_len, simulate_acc_method):
     """Draws a length for every request instead of one for the whole batch."""
     width = spec_steps + 1

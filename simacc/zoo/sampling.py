@@ -174,3 +174,86 @@ def multinomial_draws_on_the_input_device(accept_index, predict, num_correct_dra
     else:
         length = base.sample(simulate_acc_len, simulate_acc_method, width)
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+# -- ports with their own randomness, checked at the semantic level ---------------------------
+
+
+def _own_generator():
+    """A private generator seeded by one draw from the default one: the port's randomness is
+    its own (no draw matches upstream's), yet a seeded run stays reproducible."""
+    return torch.Generator().manual_seed(int(torch.randint(2**62, (1,)).item()))
+
+
+def _own_draw(x, method, width, gen=None, mean=None):
+    """SPEC.md's law for ``L``, drawn from ``gen`` (by default a fresh :func:`_own_generator`,
+    made once the method is known to be valid); ``mean`` replaces the Gaussian's mean."""
+    if method not in ("multinomial", "match-expected"):
+        raise ValueError(f"unknown simulate_acc_method {method!r}")
+    gen = gen or _own_generator()
+    if method == "multinomial":
+        draw = torch.normal(x if mean is None else mean, 1.0, (1,), generator=gen)
+        return int(torch.round(torch.clamp(draw, 1, width)).item())
+    lo, hi, frac = _clamped(x, width)
+    return hi if torch.rand((), generator=gen).item() < frac else lo
+
+
+@register("correct", level="semantic")
+def own_generator_port(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                       simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+    """Correct at the semantic level: the documented law for L, drawn from a generator of its own."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    length = _own_draw(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("sampling distribution", "multinomial_matches_the_rounded_clamped_gaussian", level="semantic")
+def own_generator_clamps_the_mean(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                  spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                  simulate_acc_token_mode="fixed"):
+    """Draws the Gaussian around x clamped to [1, W] (as sglang-jax does), not around x."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    mean = max(1.0, min(width, simulate_acc_len))
+    length = _own_draw(simulate_acc_len, simulate_acc_method, width, mean=mean)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("sampling distribution", "match_expected_has_the_documented_mean_and_support", level="semantic")
+def own_generator_rounds_to_nearest(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                    spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                    simulate_acc_token_mode="fixed"):
+    """match-expected rounds x to the nearest integer instead of drawing floor or ceil by the fraction."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method == "match-expected":
+        length = int(round(max(1.0, min(width, simulate_acc_len))))
+    else:
+        length = _own_draw(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("sampling distribution", "length_is_one_value_for_the_whole_batch", level="semantic")
+def own_generator_per_request(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                              spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                              simulate_acc_token_mode="fixed"):
+    """Draws one L per request (as vLLM does) instead of one for the whole batch."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    _own_draw(simulate_acc_len, simulate_acc_method, width)  # rejects a bad method before anything is drawn
+    gen = _own_generator()
+    lengths = [_own_draw(simulate_acc_len, simulate_acc_method, width, gen) for _ in range(bs)]
+    out = torch.full((bs, width), -1, dtype=torch.int32, device=accept_index.device)
+    for i, length in enumerate(lengths):
+        out[i, :length] = base.index(accept_index[i : i + 1, 0], length, width)[0, :length]
+        num_correct_drafts[i] = length - 1
+    if simulate_acc_token_mode != base.REAL:
+        predict.fill_(base.FIXED)
+    else:
+        for i, length in enumerate(lengths):
+            base.write_tokens(predict, out[i : i + 1], candidates[i : i + 1], target_predict[i : i + 1], length)
+    return out
