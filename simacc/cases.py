@@ -168,6 +168,10 @@ class DflashCase(_Case):
     def max_len(self):
         return self.out_tokens.values.shape[1]
 
+    @property
+    def bs(self):
+        return self.out_tokens.values.shape[0]
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class KernelCase(_Case):

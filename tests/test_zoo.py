@@ -66,6 +66,13 @@ def test_correct_implementation_is_accepted(entry):
     assert any(r.status == inprocess.PASS for r in results)
 
 
+@pytest.mark.parametrize("contract", impl.CONTRACTS)
+def test_each_reference_is_accepted_at_the_semantic_level(contract):
+    results = inprocess.run(impl.reference(contract, "semantic"), "cpu", settings=ACCEPTING)
+    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
+    assert not failed, failed
+
+
 def run(seed, failed, examples=None, case=None):
     return mutants.Run(seed, failed, examples, case, 0.0)
 
