@@ -14,7 +14,15 @@ from strategies.scalars import (
     token_modes,
     vocab_sizes,
 )
-from strategies.tensors import arbitrary_int32, fill, int_tensors, layouts, token_dtypes
+from strategies.tensors import (
+    arbitrary_int32,
+    decode_layouts,
+    fill,
+    int_tensors,
+    layout_codes,
+    layouts,
+    token_dtypes,
+)
 
 __all__ = [
     "MAX_SPEC_STEPS",
@@ -26,10 +34,12 @@ __all__ = [
     "bad_token_modes",
     "batch_sizes",
     "chain_cases",
+    "decode_layouts",
     "dflash_cases",
     "eagle_cases",
     "fill",
     "int_tensors",
+    "layout_codes",
     "layouts",
     "methods",
     "roots",
