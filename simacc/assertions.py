@@ -28,23 +28,26 @@ def first_difference(got, expected):
 def check_equal(what, got, expected, case):
     """``got`` must equal ``expected`` exactly: type, shape, dtype, device and every byte."""
     __tracebackhide__ = True
-    where = f" [{case.summary()}]" if case is not None else ""
     if not isinstance(got, torch.Tensor):
-        raise AssertionError(f"{what}={got!r}, but should be a tensor {describe(expected)}{where}")
+        raise AssertionError(f"{what}={got!r}, but should be a tensor {describe(expected)}{_where(case)}")
     for attr in ("shape", "dtype", "device"):
         g, e = getattr(got, attr), getattr(expected, attr)
         if attr == "shape":
             g, e = tuple(g), tuple(e)
         if g != e:
-            raise AssertionError(f"{what}.{attr}={g}, but should be {e}{where}")
+            raise AssertionError(f"{what}.{attr}={g}, but should be {e}{_where(case)}")
     if not torch.equal(got, expected):
         index, g, e = first_difference(got, expected)
-        raise AssertionError(f"{what}[{', '.join(map(str, index))}]={g}, but should be {e}{where}")
+        raise AssertionError(f"{what}[{', '.join(map(str, index))}]={g}, but should be {e}{_where(case)}")
+
+
+def _where(case):
+    """`` [case summary]``, built only when a message needs it (it costs a few microseconds)."""
+    return f" [{case.summary()}]" if case is not None else ""
 
 
 def check(condition, what, got, expected, case):
     """A scalar claim: ``condition`` must hold, else ``{what}={got}, but should be {expected}``."""
     __tracebackhide__ = True
     if not condition:
-        where = f" [{case.summary()}]" if case is not None else ""
-        raise AssertionError(f"{what}={got}, but should be {expected}{where}")
+        raise AssertionError(f"{what}={got}, but should be {expected}{_where(case)}")

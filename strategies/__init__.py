@@ -1,7 +1,6 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
 
-from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, roots
-from strategies.kernel import kernel_cases
+from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, kernel_cases, roots
 from strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
@@ -15,7 +14,15 @@ from strategies.scalars import (
     token_modes,
     vocab_sizes,
 )
-from strategies.tensors import arbitrary_int32, fill, int_tensors, layouts, token_dtypes
+from strategies.tensors import (
+    arbitrary_int32,
+    decode_layouts,
+    fill,
+    int_tensors,
+    layout_codes,
+    layouts,
+    token_dtypes,
+)
 
 __all__ = [
     "MAX_SPEC_STEPS",
@@ -27,11 +34,13 @@ __all__ = [
     "bad_token_modes",
     "batch_sizes",
     "chain_cases",
+    "decode_layouts",
     "dflash_cases",
     "eagle_cases",
     "fill",
     "int_tensors",
     "kernel_cases",
+    "layout_codes",
     "layouts",
     "methods",
     "roots",

@@ -3,19 +3,65 @@
 Cases stay inside the contract (SPEC.md): accepted ranges are disjoint and inside
 ``predict``, and real-mode chains have ``D == W``. Roots follow sglang's ``i * D`` layout
 or another valid one, so an implementation that assumes the layout is caught.
+
+Generation speed: Hypothesis's bookkeeping for each draw costs more than building the
+tensors, so a case makes few draws, and every strategy a composite draws from is built
+once, outside it. The case's ``seed`` also seeds every tensor's contents (``_Contents``),
+and one draw names the layouts of all its tensors (``tensors.layout_codes``).
 """
 
+import dataclasses
+import functools
 import math
 
 import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.cases import DflashCase, EagleCase, TensorArg
+from simacc.cases import DflashCase, EagleCase, KernelCase, TensorArg
 from strategies import scalars as sc
 from strategies import tensors as tn
 
 ROOT_LAYOUTS = ("sglang", "permuted", "spaced")
+
+_ROOT_LAYOUTS = st.sampled_from(ROOT_LAYOUTS)
+_ROOT_GAPS = st.integers(1, 5)
+_ROOT_STARTS = st.integers(0, 5)
+_TREE_EXTRA_NODES = st.integers(0, 8)
+_LOGIT_CLASSES = st.integers(1, 64)
+_BOOLEANS = st.booleans()
+_INT32 = (-(2**31), 2**31 - 1)  # arbitrary prefilled int32 buffers
+_WIDE = (-(2**40), 2**40)  # arbitrary prefilled int64 outputs
+# integers(0, 0), not just(): a branch without a draw of its own would shrink first
+_NAN = st.integers(0, 0).map(lambda _: math.nan)
+
+
+class _Contents:
+    """The tensors of one case, all from the case's seed (one draw, not one per tensor):
+    field ``k`` of the case type gets ``seed + 1 + k``, ``seed`` itself being the length
+    draw's. Fixed offsets, so a tensor keeps its values when another field comes or goes
+    while shrinking."""
+
+    OFFSETS = {
+        case_type: {f.name: 1 + k for k, f in enumerate(dataclasses.fields(case_type))}
+        for case_type in (EagleCase, DflashCase, KernelCase)
+    }
+
+    def __init__(self, case_type, seed):
+        self.seed, self.offsets = seed, self.OFFSETS[case_type]
+
+    def ints(self, field, shape, dtype, low, high):
+        return tn.fill(shape, dtype, low, high, self.seed + self.offsets[field])
+
+    def generator(self, field):
+        return torch.Generator().manual_seed(self.seed + self.offsets[field])
+
+
+def _draw_layouts(draw, values):
+    """Each tensor of ``values`` as a :class:`TensorArg`, the layouts from one draw."""
+    code = draw(tn.layout_codes(len(values)), label="layouts")
+    layouts = tn.decode_layouts(code, [v.dim() for v in values.values()])
+    return {name: TensorArg(v, layout) for (name, v), layout in zip(values.items(), layouts)}
 
 
 def _check_root_layout(layout):
@@ -27,9 +73,9 @@ def roots(bs, draft_token_num, *, layout=None):
     """``(roots, predict_len)``: one root per request, each with ``draft_token_num``
     slots of its own in a flat buffer of ``predict_len``.
 
-    ``sglang`` puts request ``i`` at ``i * D``; ``permuted`` shuffles the blocks;
-    ``spaced`` leaves gaps and an offset; ``layout=None`` draws one. Shrinks toward
-    ``sglang``.
+    ``sglang`` puts request ``i`` at ``i * D``; ``permuted`` shuffles the blocks under a
+    drawn seed (seed 0 keeps sglang's order); ``spaced`` leaves gaps and an offset;
+    ``layout=None`` draws one. Shrinks toward ``sglang``.
     """
     if bs < 0 or draft_token_num < 1:
         raise ValueError(f"{bs=} must be >= 0 and {draft_token_num=} >= 1")
@@ -39,15 +85,20 @@ def roots(bs, draft_token_num, *, layout=None):
 
 @st.composite
 def _roots(draw, bs, draft_token_num, layout):
-    layout = layout or draw(st.sampled_from(ROOT_LAYOUTS), label="roots.layout")
-    d = draft_token_num
+    return _draw_roots(draw, bs, draft_token_num, layout)
+
+
+def _draw_roots(draw, bs, d, layout):
+    """``roots``' draws, made with the caller's ``draw``: no nested composite per case."""
+    layout = layout or draw(_ROOT_LAYOUTS, label="roots.layout")
     if layout == "sglang":
         return [i * d for i in range(bs)], bs * d
     if layout == "permuted":
-        order = draw(st.permutations(range(bs)), label="roots.order")
+        seed = draw(sc.seeds(), label="roots.order") if bs > 1 else 0
+        order = torch.randperm(bs, generator=torch.Generator().manual_seed(seed)).tolist() if seed else range(bs)
         return [j * d for j in order], bs * d
-    gap = draw(st.integers(1, 5), label="roots.gap")
-    start = draw(st.integers(0, 5), label="roots.start")
+    gap = draw(_ROOT_GAPS, label="roots.gap")
+    start = draw(_ROOT_STARTS, label="roots.start")
     return [start + i * (d + gap) for i in range(bs)], start + bs * (d + gap)
 
 
@@ -65,8 +116,9 @@ def eagle_cases(
 
     Fixed mode may carry trees (``D > W``) or no candidates at all (``None``); real mode is
     a chain (``D == W``). ``acc_lens``/``methods`` replace the default length and method
-    strategies; ``root_layout`` fixes one of ``ROOT_LAYOUTS``. Shrinks toward bs=1,
-    spec_steps=0, a length of 1, small token ids, sglang roots and contiguous tensors.
+    strategies; ``root_layout`` fixes one of ``ROOT_LAYOUTS``. The case's ``seed`` also
+    seeds every tensor's contents. Shrinks toward bs=1, spec_steps=0, a length of 1, small
+    token ids, sglang roots and contiguous tensors.
     """
     _check_root_layout(root_layout)
     return _eagle_cases(
@@ -86,33 +138,33 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
     steps = draw(spec_steps, label="spec_steps")
     width = steps + 1
     real = mode == "real-draft-token"
-    d = width if real else width + draw(st.integers(0, 8), label="tree_extra_nodes")
-    root_list, predict_len = draw(roots(bs, d, layout=root_layout))
+    d = width if real else width + draw(_TREE_EXTRA_NODES, label="tree_extra_nodes")
+    root_list, predict_len = _draw_roots(draw, bs, d, root_layout)
+    seed = draw(sc.seeds(), label="seed")
+    contents = _Contents(EagleCase, seed)
 
-    index = tn.fill((bs, width), torch.int32, -1, predict_len + 1, draw(sc.seeds(), label="index.seed"))
+    index = contents.ints("accept_index", (bs, width), torch.int32, -1, predict_len + 1)
     if bs:
         index[:, 0] = torch.tensor(root_list, dtype=torch.int32)
-    index_layout = draw(tn.layouts(2), label="accept_index.layout")
-
-    candidates = target = None
-    if real or draw(st.booleans(), label="passes_candidates"):
+    values = {
+        "predict": contents.ints("predict", (predict_len,), torch.int32, *_INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "accept_index": index,
+    }
+    if real or draw(_BOOLEANS, label="passes_candidates"):
         vocab = draw(sc.vocab_sizes(), label="vocab")
         dtype = draw(tn.token_dtypes(), label="candidates.dtype")
-        candidates = draw(tn.int_tensors((bs, d), dtype, 0, vocab, label="candidates"))
-        target = draw(tn.int_tensors((bs, d), torch.int64, 0, vocab, label="target_predict"))
+        values["candidates"] = contents.ints("candidates", (bs, d), dtype, 0, vocab)
+        values["target_predict"] = contents.ints("target_predict", (bs, d), torch.int64, 0, vocab)
 
     return EagleCase(
-        accept_index=TensorArg(index, index_layout),
-        predict=draw(tn.arbitrary_int32((predict_len,), label="predict")),
-        num_correct_drafts=draw(tn.arbitrary_int32((bs,), label="num_correct_drafts")),
-        candidates=candidates,
-        target_predict=target,
+        **{"candidates": None, "target_predict": None, **_draw_layouts(draw, values)},
         bs=bs,
         spec_steps=steps,
         simulate_acc_len=draw(sc.acc_lens(width) if acc_lens is None else acc_lens, label="simulate_acc_len"),
         simulate_acc_method=draw(methods, label="method"),
         simulate_acc_token_mode=mode,
-        seed=draw(sc.seeds(), label="seed"),
+        seed=seed,
     )
 
 
@@ -120,10 +172,15 @@ def chain_cases(*, max_bs=64, max_spec_steps=sc.MAX_SPEC_STEPS):
     """Real-mode chains whose target agrees with exactly the first ``k`` drafts of every
     row, roots at ``i * D``, ``accept_index`` -1 beyond the root, and the integer length
     ``k + 1`` (which samples exactly itself): the setting in which real-mode simulation
-    must equal greedy verification (SPEC.md). ``k`` is ``simulate_acc_len - 1``.
-    Shrinks toward bs=1, spec_steps=0, k=0.
+    must equal greedy verification (SPEC.md). ``k`` is ``simulate_acc_len - 1``; the case's
+    ``seed`` also seeds the tensors' contents. Shrinks toward bs=1, spec_steps=0, k=0.
     """
     return _chain_cases(sc.batch_sizes(1, max_bs), sc.spec_steps(0, max_spec_steps))
+
+
+@functools.lru_cache(maxsize=None)
+def _agreeing_drafts(steps):
+    return st.integers(0, steps)
 
 
 @st.composite
@@ -131,28 +188,33 @@ def _chain_cases(draw, batch_sizes, spec_steps):
     bs = draw(batch_sizes, label="bs")
     steps = draw(spec_steps, label="spec_steps")
     width = steps + 1
-    k = draw(st.integers(0, steps), label="k")
+    k = draw(_agreeing_drafts(steps), label="k")
     vocab = draw(sc.vocab_sizes(), label="vocab")
     dtype = draw(tn.token_dtypes(), label="candidates.dtype")
-    cand = tn.fill((bs, width), dtype, 0, vocab, draw(sc.seeds(), label="candidates.seed"))
-    target = tn.fill((bs, width), torch.int64, 0, vocab, draw(sc.seeds(), label="target.seed"))
+    seed = draw(sc.seeds(), label="seed")
+    contents = _Contents(EagleCase, seed)
+    cand = contents.ints("candidates", (bs, width), dtype, 0, vocab)
+    target = contents.ints("target_predict", (bs, width), torch.int64, 0, vocab)
     target[:, :k] = cand[:, 1 : k + 1].long()
     if k < steps:  # the first disagreement
         target[:, k] = (cand[:, k + 1].long() + 1) % vocab
     index = torch.full((bs, width), -1, dtype=torch.int32)
     index[:, 0] = torch.arange(bs, dtype=torch.int32) * width
+    values = {
+        "predict": contents.ints("predict", (bs * width,), torch.int32, *_INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "candidates": cand,
+        "target_predict": target,
+    }
     return EagleCase(
         accept_index=TensorArg(index),
-        predict=draw(tn.arbitrary_int32((bs * width,), label="predict")),
-        num_correct_drafts=draw(tn.arbitrary_int32((bs,), label="num_correct_drafts")),
-        candidates=TensorArg(cand, draw(tn.layouts(2), label="candidates.layout")),
-        target_predict=TensorArg(target, draw(tn.layouts(2), label="target.layout")),
+        **_draw_layouts(draw, values),
         bs=bs,
         spec_steps=steps,
         simulate_acc_len=float(k + 1),  # an integer length samples exactly itself
         simulate_acc_method="match-expected",
         simulate_acc_token_mode="real-draft-token",
-        seed=draw(sc.seeds(), label="seed"),
+        seed=seed,
     )
 
 
@@ -163,49 +225,105 @@ def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=256, max_block=16, me
     ``target_predict`` is sometimes missing: ``None`` in fixed mode, float32 logits with a
     unique maximum per row in real mode (so the argmax is the same on every device). Lengths
     include zero and negatives (no ``> 0`` check in this contract), and NaN with
-    ``match-expected``. ``methods`` replaces the method strategy. Shrinks toward bs=1,
-    B=1, fixed mode.
+    ``match-expected``. ``methods`` replaces the method strategy. The case's ``seed`` also
+    seeds every tensor's contents. Shrinks toward bs=1, B=1, fixed mode.
     """
     if max_block < 1:
         raise ValueError(f"{max_block=} must be >= 1")
     return _dflash_cases(
         sc.token_modes(modes),
         sc.batch_sizes(min_bs, max_bs),
-        max_block,
+        st.integers(1, max_block),
         sc.methods() if methods is None else methods,
     )
 
 
 @st.composite
-def _dflash_cases(draw, modes, batch_sizes, max_block, methods):
+def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
     mode = draw(modes, label="mode")
     bs = draw(batch_sizes, label="bs")
-    block = draw(st.integers(1, max_block), label="B")
+    block = draw(blocks, label="B")
     method = draw(methods, label="method")
-    lengths = sc.acc_lens(block, positive=False)
-    if method == "match-expected":
-        # integers(0, 0), not just(): a branch without a draw of its own would shrink first
-        lengths = lengths | st.integers(0, 0).map(lambda _: math.nan)
     vocab = draw(sc.vocab_sizes(), label="vocab")
     dtype = draw(tn.token_dtypes(), label="candidates.dtype")
-    target = logits = None
-    if draw(st.booleans(), label="passes_target"):
-        target = draw(tn.int_tensors((bs, block), torch.int64, 0, vocab, label="target_predict"))
+    seed = draw(sc.seeds(), label="seed")
+    contents = _Contents(DflashCase, seed)
+    values = {
+        "candidates": contents.ints("candidates", (bs, block), dtype, 0, vocab),
+        "accept_len": contents.ints("accept_len", (bs,), torch.int32, *_INT32),
+        "commit_lens": contents.ints("commit_lens", (bs,), torch.int32, *_INT32),
+        "bonus": contents.ints("bonus", (bs,), torch.int64, *_WIDE),
+        "out_tokens": contents.ints("out_tokens", (bs, block), torch.int64, *_WIDE),
+    }
+    if draw(_BOOLEANS, label="passes_target"):
+        values["target_predict"] = contents.ints("target_predict", (bs, block), torch.int64, 0, vocab)
     elif mode == "real-draft-token":  # fixed mode passes None through, real mode uses logits
-        classes = draw(st.integers(1, 64), label="logit_classes")
-        gen = torch.Generator().manual_seed(draw(sc.seeds(), label="logits.seed"))
-        scores = torch.rand((bs * block, classes), generator=gen).argsort(dim=1).float()
-        logits = TensorArg(scores, draw(tn.layouts(2), label="logits.layout"))
+        classes = draw(_LOGIT_CLASSES, label="logit_classes")
+        values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes)
     return DflashCase(
-        candidates=draw(tn.int_tensors((bs, block), dtype, 0, vocab, label="candidates")),
-        target_predict=target,
-        accept_len=draw(tn.arbitrary_int32((bs,), label="accept_len")),
-        commit_lens=draw(tn.arbitrary_int32((bs,), label="commit_lens")),
-        bonus=draw(tn.int_tensors((bs,), torch.int64, -(2**40), 2**40, label="bonus")),
-        out_tokens=draw(tn.int_tensors((bs, block), torch.int64, -(2**40), 2**40, label="out_tokens")),
-        simulate_acc_len=draw(lengths, label="simulate_acc_len"),
+        **{"target_predict": None, "next_token_logits": None, **_draw_layouts(draw, values)},
+        simulate_acc_len=draw(_dflash_lengths(block, method == "match-expected"), label="simulate_acc_len"),
         simulate_acc_method=method,
         simulate_acc_token_mode=mode,
-        next_token_logits=logits,
-        seed=draw(sc.seeds(), label="seed"),
+        seed=seed,
     )
+
+
+def _logits(gen, rows, classes):
+    """Integer-valued float32 scores below ``classes``, but for one ``classes`` per row: a
+    unique maximum (a scatter: sorting random rows took milliseconds for large blocks)."""
+    scores = torch.randint(0, classes, (rows, classes), generator=gen, dtype=torch.float32)
+    winners = torch.randint(0, classes, (rows, 1), generator=gen)
+    return scores.scatter_(1, winners, float(classes))
+
+
+@functools.lru_cache(maxsize=None)
+def _dflash_lengths(block, nan):
+    lengths = sc.acc_lens(block, positive=False)
+    return lengths | _NAN if nan else lengths
+
+
+def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=256, max_width=sc.MAX_SPEC_STEPS + 1):
+    """Cases for the kernel op (SPEC.md, "The kernel op") in the given token ``modes``
+    (``real_tokens`` is True for ``real-draft-token``), ``width`` in ``[1, max_width]``.
+
+    The length is an input, drawn directly, so every ``L`` in ``1..width`` is as cheap to
+    reach as any other. Real mode is a chain (``D == width``); fixed mode may have more
+    nodes per request and still passes token tensors, whose contents the op must not need.
+    Shrinks toward bs=1, width=1, L=1, fixed mode, sglang roots and contiguous tensors.
+    """
+    if max_width < 1:
+        raise ValueError(f"{max_width=} must be >= 1")
+    return _kernel_cases(sc.token_modes(modes), sc.batch_sizes(min_bs, max_bs), sc.spec_steps(0, max_width - 1))
+
+
+@functools.lru_cache(maxsize=None)
+def _lengths(width):
+    return st.integers(1, width)
+
+
+@st.composite
+def _kernel_cases(draw, modes, batch_sizes, spec_steps):
+    real = draw(modes, label="mode") == "real-draft-token"
+    bs = draw(batch_sizes, label="bs")
+    width = draw(spec_steps, label="spec_steps") + 1
+    length = draw(_lengths(width), label="num_accept_tokens")
+    d = width if real else width + draw(_TREE_EXTRA_NODES, label="tree_extra_nodes")
+    root_list, predict_len = _draw_roots(draw, bs, d, None)
+    vocab = draw(sc.vocab_sizes(), label="vocab")
+    dtype = draw(tn.token_dtypes(), label="candidate_tokens.dtype")
+    seed = draw(sc.seeds(), label="seed")
+    contents = _Contents(KernelCase, seed)
+
+    index = contents.ints("accept_indices", (bs, width), torch.int32, -1, predict_len + 1)
+    if bs:
+        index[:, 0] = torch.tensor(root_list, dtype=torch.int32)
+    values = {
+        "accept_indices": index,
+        "predict_tokens": contents.ints("predict_tokens", (predict_len,), torch.int32, *_INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "candidate_tokens": contents.ints("candidate_tokens", (bs, d), dtype, 0, vocab),
+        "target_tokens": contents.ints("target_tokens", (bs, d), torch.int64, 0, vocab),
+    }
+    return KernelCase(**_draw_layouts(draw, values), width=width, num_accept_tokens=length, real_tokens=real,
+                      seed=seed)

@@ -1,5 +1,12 @@
-"""Strategies for the scalar arguments: sizes, lengths, methods, modes, seeds."""
+"""Strategies for the scalar arguments: sizes, lengths, methods, modes, seeds.
 
+Every strategy object is built once, at import or once per argument tuple
+(``functools.lru_cache``): the case composites draw from them on every example, and a
+strategy built inside a draw costs a construction (or a lookup in Hypothesis's cache) and a
+validation every time.
+"""
+
+import functools
 import math
 
 from hypothesis import strategies as st
@@ -7,6 +14,23 @@ from hypothesis import strategies as st
 import simacc as sa
 
 MAX_SPEC_STEPS = 16
+
+_SEEDS = st.integers(0, 2**32 - 1)
+_token_modes = functools.lru_cache(maxsize=None)(st.sampled_from)
+_METHODS = st.sampled_from(("match-expected", "multinomial"))
+_VOCAB_SIZES = st.sampled_from((16, 32_000, 151_936, 262_144, 2**31 - 1))
+# plain fractions: arbitrary floats in range are mostly a hair off an integer, where a wrong
+# draw rarely changes L
+_FRACTIONS = (0.5, 0.25, 0.75, 0.1, 0.9)
+_SPECIAL_LENS = (5e-324, 1e-9, 0.25, 0.5, 0.999, math.inf)
+_NON_POSITIVE_LENS = st.floats(-100, 0, allow_nan=False)
+_BAD_ACC_LENS = st.sampled_from((0.0, -0.0, -math.inf, math.nan, -5e-324)) | st.floats(max_value=0, allow_nan=False)
+_BAD_METHODS = st.sampled_from(
+    ("gaussian", "match_expected", "Multinomial", "MATCH-EXPECTED", " multinomial", "")
+) | st.text(max_size=20).filter(lambda m: m not in sa.METHODS)
+_BAD_TOKEN_MODES = st.sampled_from(("real", "real_draft_token", "Fixed", "fixed ", "")) | st.text(
+    max_size=20
+).filter(lambda m: m not in sa.TOKEN_MODES)
 
 
 def _check_range(name_lo, lo, name_hi, hi):
@@ -16,92 +40,85 @@ def _check_range(name_lo, lo, name_hi, hi):
         raise ValueError(f"{name_hi}={hi} < {name_lo}={lo}")
 
 
+@functools.lru_cache(maxsize=None)
 def batch_sizes(min_bs=0, max_bs=256):
-    """Batch sizes in ``[min_bs, max_bs]``: mostly small, sometimes 0 or up to ``max_bs``.
+    """Batch sizes in ``[min_bs, max_bs]``: of the groups allowed, about a third each small
+    (1 to 8), 0, and large (9 to ``max_bs``).
 
-    Shrinks toward 1 when allowed: a one-request batch is the readable minimal case; an
-    empty batch is a branch of its own, reached when a failure needs it.
+    One draw: an index into a table of the small sizes, then 0, then the large sizes, each
+    group repeated to about the same length. Shrinks toward 1 when allowed (the table's
+    first entry), a one-request batch being the readable minimal case; a failure that
+    needs an empty or a large batch shrinks to 0 or to the smallest large size it needs.
     """
     _check_range("min_bs", min_bs, "max_bs", max_bs)
-    small = st.integers(max(min_bs, 1), min(max_bs, 8)) if min_bs <= 8 and max_bs >= 1 else st.nothing()
-    # integers(0, 0), not just(0): a branch with no draw of its own would shrink first
-    zero = st.integers(0, 0) if min_bs == 0 else st.nothing()
-    large = st.integers(max(min_bs, 9), max_bs) if max_bs >= 9 else st.nothing()
-    return small | zero | large
+    small = range(max(min_bs, 1), min(max_bs, 8) + 1)
+    zero = range(0, 1 if min_bs == 0 else 0)
+    large = range(max(min_bs, 9), max_bs + 1)
+    groups = [list(g) for g in (small, zero, large) if g]
+    length = max(map(len, groups))
+    return st.sampled_from([n for g in groups for n in g * (length // len(g))])
 
 
+@functools.lru_cache(maxsize=None)
 def spec_steps(min_steps=0, max_steps=MAX_SPEC_STEPS):
     """``spec_steps`` (index width minus one) in ``[min_steps, max_steps]``; shrinks to the minimum."""
     _check_range("min_steps", min_steps, "max_steps", max_steps)
     return st.integers(min_steps, max_steps)
 
 
+@functools.lru_cache(maxsize=None)
 def acc_lens(max_len, *, positive=True):
     """``simulate_acc_len`` values for a width of ``max_len``.
 
     Integers in range, plain and arbitrary fractions, tiny positives, values below 1 and
-    above ``max_len``,
-    ``inf``; with ``positive=False`` also zero and negatives (DFLASH has no ``> 0`` check).
-    Shrinks toward 1.
+    above ``max_len``, ``inf``; with ``positive=False`` also zero and negatives (DFLASH has
+    no ``> 0`` check). Each kind is a ``one_of`` branch that makes one draw of its own.
+    Shrinks toward 1 (and a failure that needs a fraction toward 1.5).
     """
     if max_len < 1:
         raise ValueError(f"{max_len=} must be >= 1")
-    specials = [5e-324, 1e-9, 0.25, 0.5, 0.999, math.inf] + ([] if positive else [0.0, -0.0])
-    options = [
-        st.integers(1, max_len).map(float),
-        # plain fractions: arbitrary floats in range are mostly a hair off an integer, where
-        # a wrong draw rarely changes L
-        st.builds(
-            lambda lo, frac: lo + frac,
-            st.integers(1, max(1, max_len - 1)),
-            st.sampled_from([0.5, 0.25, 0.75, 0.1, 0.9]) if max_len > 1 else st.just(0.0),
-        ),
+    kinds = [
+        st.sampled_from([float(n) for n in range(1, max_len + 1)]),
+        st.sampled_from([lo + f for lo in range(1, max_len) for f in _FRACTIONS] or [1.0]),
         st.floats(1, max_len, allow_nan=False, exclude_max=max_len > 1),
-        st.sampled_from(specials),
+        st.sampled_from(_SPECIAL_LENS + (() if positive else (0.0, -0.0))),
         st.floats(max_len, max_len + 100, allow_nan=False, exclude_min=True),
     ]
-    if not positive:
-        options.append(st.floats(-100, 0, allow_nan=False))
-    return st.one_of(options)
+    return st.one_of(kinds if positive else [*kinds, _NON_POSITIVE_LENS])
 
 
 def bad_acc_lens():
     """``simulate_acc_len`` values the EAGLE contract rejects (it wants ``> 0``): zero,
     negative zero, negatives, ``-inf`` and NaN. Shrinks toward 0."""
-    return st.one_of(
-        st.sampled_from([0.0, -0.0, -math.inf, math.nan, -5e-324]),
-        st.floats(max_value=0, allow_nan=False),
-    )
+    return _BAD_ACC_LENS
 
 
 def methods():
     """A length-sampling method; shrinks toward ``match-expected``."""
-    return st.sampled_from(("match-expected", "multinomial"))
+    return _METHODS
 
 
 def bad_methods():
     """Method names that are not in ``simacc.METHODS``: near misses and arbitrary text.
     Shrinks toward the first near miss."""
-    near = ("gaussian", "match_expected", "Multinomial", "MATCH-EXPECTED", " multinomial", "")
-    return st.sampled_from(near) | st.text(max_size=20).filter(lambda m: m not in sa.METHODS)
+    return _BAD_METHODS
 
 
 def token_modes(modes=sa.TOKEN_MODES):
     """A token mode from ``modes``; shrinks toward the first one."""
     if not modes or set(modes) - set(sa.TOKEN_MODES):
         raise ValueError(f"{modes=} must be a non-empty subset of {sa.TOKEN_MODES}")
-    return st.sampled_from(tuple(modes))
+    return _token_modes(tuple(modes))
 
 
 def bad_token_modes():
     """Token-mode names that are not in ``simacc.TOKEN_MODES``; shrinks toward a near miss."""
-    near = ("real", "real_draft_token", "Fixed", "fixed ", "")
-    return st.sampled_from(near) | st.text(max_size=20).filter(lambda m: m not in sa.TOKEN_MODES)
+    return _BAD_TOKEN_MODES
 
 
 def seeds():
     """Seeds for torch's CPU generator; shrinks toward 0."""
-    return st.integers(0, 2**32 - 1)
+    return _SEEDS
 
 
 def vocab_sizes():
@@ -109,4 +126,4 @@ def vocab_sizes():
 
     Shrinks toward the toy vocabulary, so minimal cases have small, readable ids.
     """
-    return st.sampled_from((16, 32_000, 151_936, 262_144, 2**31 - 1))
+    return _VOCAB_SIZES

@@ -2,9 +2,14 @@
 
 Values come from ``torch.randint`` under a drawn seed rather than element-by-element draws:
 about 7x faster to generate (MEASUREMENTS.md) at the price of shrinking only the seed, the
-shape and the value range. Positions that matter to a property (roots, the agreeing prefix
-of a chain) are set explicitly by the case strategies.
+shape and the value range. The case strategies go further, because each Hypothesis draw
+costs more than the tensor it seeds: every tensor of a case comes from the case's one seed
+(:func:`fill` with an offset per field), and one draw of :func:`layout_codes` names the
+layouts of all of them. Positions that matter to a property (roots, the agreeing prefix of
+a chain) are set explicitly by the case strategies.
 """
+
+import functools
 
 import torch
 from hypothesis import strategies as st
@@ -12,17 +17,41 @@ from hypothesis import strategies as st
 from simacc.cases import LAYOUTS, TensorArg
 from strategies.scalars import seeds
 
+_TOKEN_DTYPES = st.sampled_from((torch.int64, torch.int32))
+_LAYOUTS = {2: st.sampled_from(LAYOUTS), 1: st.sampled_from(tuple(x for x in LAYOUTS if x != "transposed"))}
+_LAYOUT_CODES = {2: LAYOUTS, 1: tuple("strided" if x == "transposed" else x for x in LAYOUTS)}
+
 
 def token_dtypes():
     """Token tensor dtypes; int64 (upstream's) first, so it is what shrinking reaches."""
-    return st.sampled_from((torch.int64, torch.int32))
+    return _TOKEN_DTYPES
 
 
 def layouts(ndim):
     """Memory layouts valid for an ``ndim``-D tensor; shrinks toward contiguous."""
     if ndim not in (1, 2):
         raise ValueError(f"{ndim=} must be 1 or 2")
-    return st.sampled_from(LAYOUTS if ndim == 2 else tuple(x for x in LAYOUTS if x != "transposed"))
+    return _LAYOUTS[ndim]
+
+
+@functools.lru_cache(maxsize=None)
+def layout_codes(count):
+    """Integers that name the layouts of ``count`` tensors at once (:func:`decode_layouts`).
+
+    Two bits per tensor, the first tensor in the lowest bits: one draw instead of one per
+    tensor, and shrinking an integer clears the bits above and below the ones a failure
+    needs, so a failure that needs one tensor off contiguous shrinks to that tensor alone.
+    Shrinks toward 0, every tensor contiguous.
+    """
+    if count < 1:
+        raise ValueError(f"{count=} must be >= 1")
+    return st.integers(0, 4**count - 1)
+
+
+def decode_layouts(code, ndims):
+    """The layouts that ``code`` names for tensors of ``ndims`` dimensions; a 1-D tensor
+    has no transposed view and reads that code as strided."""
+    return tuple(_LAYOUT_CODES[ndim][(code >> 2 * i) & 3] for i, ndim in enumerate(ndims))
 
 
 def fill(shape, dtype, low, high, seed):

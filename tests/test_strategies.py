@@ -13,18 +13,20 @@ import strategies as sx
 from simacc.cases import LAYOUTS, TensorArg
 
 
-def minimal(strategy):
-    """The example Hypothesis shrinks to when every example fails: the simplest one."""
+def minimal(strategy, fails=lambda value: True):
+    """The example Hypothesis shrinks to when the examples for which ``fails`` holds fail:
+    by default every example, so the simplest one."""
     seen = []
 
-    @settings(database=None, derandomize=True, max_examples=100)
+    @settings(database=None, derandomize=True, max_examples=300)
     @given(strategy)
-    def always_fails(value):
-        seen.append(value)
-        raise ValueError
+    def check(value):
+        if fails(value):
+            seen.append(value)
+            raise ValueError
 
     with pytest.raises(ValueError):
-        always_fails()
+        check()
     return seen[-1]  # Hypothesis replays the shrunk example last
 
 
@@ -47,6 +49,24 @@ def reaches(strategy, predicate, examples=300):
     except Reached:
         return True
     return False
+
+
+def samples(strategy, examples=300):
+    """The values ``strategy`` generates in ``examples`` draws (no shrinking)."""
+    values = []
+
+    @settings(database=None, derandomize=True, max_examples=examples, phases=[Phase.generate])
+    @given(strategy)
+    def collect(value):
+        values.append(value)
+
+    collect()
+    return values
+
+
+def kinds(strategy, classify, examples=300):
+    """Every kind that ``classify`` (a generator of kinds for one value) names in ``examples`` draws."""
+    return {kind for value in samples(strategy, examples) for kind in classify(value)}
 
 
 def slot_ranges(case, length):
@@ -79,6 +99,12 @@ def test_each_root_layout_can_be_forced(layout):
 
 def test_roots_reach_layouts_other_than_sglang():
     assert reaches(sx.roots(3, 4), lambda r: r[0] != [0, 4, 8])
+
+
+def test_permuted_roots_reach_a_shuffled_order_and_shrink_to_a_swap():
+    assert reaches(sx.roots(3, 4, layout="permuted"), lambda r: r[0] != [0, 4, 8])
+    roots, _ = minimal(sx.roots(2, 4, layout="permuted"), lambda r: r[0] != [0, 4])
+    assert roots == [4, 0]
 
 
 @given(case=sx.eagle_cases())
@@ -126,6 +152,51 @@ def test_prefilled_buffers_are_never_all_zeros(case):
     for arg in (case.predict, case.num_correct_drafts):
         if arg.values.numel():
             assert arg.values.any(), case
+
+
+@given(case=sx.eagle_cases(min_bs=1))
+def test_every_tensor_of_a_case_has_contents_of_its_own(case):
+    """One seed per case, but not one stream: two buffers of the same range differ."""
+    assert not torch.equal(case.predict.values[: case.bs], case.num_correct_drafts.values)
+
+
+def eagle_kinds(case):
+    yield case.simulate_acc_token_mode, case.simulate_acc_method
+    yield "bs", min(case.bs, 9)
+    block = case.predict.values.shape[0] // max(case.bs, 1)
+    yield "roots", "sglang" if case.roots == [i * block for i in range(case.bs)] else "other"
+    for name, arg in case.tensors().items():
+        yield name, arg.layout
+    if case.candidates is None:
+        yield "candidates", None
+    else:
+        yield "candidates", case.candidates.values.dtype
+        yield "tree", draft_token_num(case) > case.max_len
+        yield "ids", "large" if case.candidates.values.numel() and case.candidates.values.max() >= 2**30 else "small"
+
+
+def test_eagle_cases_reach_every_kind_of_case():
+    found = kinds(sx.eagle_cases(), eagle_kinds, examples=600)
+    expected = {(mode, method) for mode in sa.TOKEN_MODES for method in sa.METHODS}
+    expected |= {("bs", n) for n in range(10)} | {("roots", "sglang"), ("roots", "other")}
+    for name, ndim in [("accept_index", 2), ("predict", 1), ("num_correct_drafts", 1), ("candidates", 2), ("target_predict", 2)]:
+        expected |= {(name, layout) for layout in LAYOUTS if ndim == 2 or layout != "transposed"}
+    expected |= {("candidates", None), ("candidates", torch.int32), ("candidates", torch.int64)}
+    expected |= {("tree", True), ("tree", False), ("ids", "large"), ("ids", "small")}
+    assert expected <= found, sorted(map(str, expected - found))
+
+
+def test_dflash_cases_reach_logits_nan_lengths_and_every_layout():
+    def dflash_kinds(case):
+        yield "logits", case.next_token_logits is not None
+        yield "nan", math.isnan(case.simulate_acc_len)
+        for name, arg in case.tensors().items():
+            yield name, arg.layout
+
+    found = kinds(sx.dflash_cases(), dflash_kinds)
+    expected = {("logits", True), ("logits", False), ("nan", True), ("nan", False)}
+    expected |= {("out_tokens", layout) for layout in LAYOUTS} | {("bonus", "strided"), ("bonus", "offset")}
+    assert expected <= found, sorted(map(str, expected - found))
 
 
 @given(case=sx.eagle_cases())
@@ -261,6 +332,7 @@ def test_int_tensors_hold_values_in_range_with_their_layout(arg):
         (lambda: sx.token_modes(("greedy",)), "modes=('greedy',)"),
         (lambda: sx.token_modes(()), "modes=()"),
         (lambda: sx.layouts(3), "ndim=3"),
+        (lambda: sx.layout_codes(0), "count=0"),
         (lambda: sx.int_tensors((2,), torch.int64, 5, 5, label="x"), "high=5 <= low=5"),
         (lambda: sx.roots(2, 0), "draft_token_num=0"),
         (lambda: sx.roots(2, 3, layout="diagonal"), "layout='diagonal'"),
@@ -290,6 +362,19 @@ def test_real_eagle_cases_shrink_to_small_token_ids():
     assert int(case.candidates.values.max()) < 16 and case.candidates.values.dtype == torch.int64
 
 
+@pytest.mark.parametrize("name, layout", [("predict", "strided"), ("accept_index", "offset"), ("candidates", "transposed")])
+def test_a_failure_that_needs_one_layout_shrinks_to_that_tensor_alone_off_contiguous(name, layout):
+    case = minimal(sx.eagle_cases(), lambda c: getattr(c, name) is not None and getattr(c, name).layout == layout)
+    assert {n: a.layout for n, a in case.tensors().items() if a.layout != "contiguous"} == {name: layout}
+    assert (case.bs, case.spec_steps, case.seed) == (1, 0, 0)
+
+
+def test_a_failure_that_needs_int32_tokens_keeps_small_token_ids():
+    case = minimal(sx.eagle_cases(modes=("real-draft-token",)), lambda c: c.candidates.values.dtype == torch.int32)
+    assert (case.bs, case.spec_steps) == (1, 0)
+    assert int(case.candidates.values.max()) < 16
+
+
 def test_chain_cases_shrink_to_k_zero():
     case = minimal(sx.chain_cases())
     assert (case.bs, case.spec_steps, case.simulate_acc_len) == (1, 0, 1.0)
@@ -304,3 +389,29 @@ def test_dflash_cases_shrink_to_one_request_one_column_fixed_mode():
 def test_batch_sizes_shrink_to_one_and_reach_zero():
     assert minimal(sx.batch_sizes()) == 1
     assert reaches(sx.batch_sizes(), lambda b: b == 0)
+
+
+def test_batch_sizes_shrink_to_the_smallest_size_a_failure_needs():
+    assert minimal(sx.batch_sizes(), lambda b: b > 1) == 2
+    assert minimal(sx.batch_sizes(), lambda b: b > 8) == 9
+    assert minimal(sx.batch_sizes(), lambda b: b < 1) == 0
+    assert minimal(sx.batch_sizes(12, 40), lambda b: b > 20) == 21
+
+
+def test_batch_sizes_draw_small_zero_and_large_each_often():
+    # a loose bound: Hypothesis biases generation with constants from the modules loaded in
+    # the process, so the exact counts differ between a lone run and the whole suite
+    groups = ["zero" if b == 0 else "small" if b <= 8 else "large" for b in samples(sx.batch_sizes())]
+    assert all(groups.count(g) > len(groups) / 10 for g in ("zero", "small", "large")), groups
+
+
+def test_acc_lens_shrink_to_one_and_to_the_plainest_fraction():
+    assert minimal(sx.acc_lens(5)) == 1.0
+    assert minimal(sx.acc_lens(5), lambda x: x != int(x)) == 1.5
+
+
+def test_layout_codes_name_every_layout_and_shrink_to_contiguous():
+    assert sx.decode_layouts(0, (2, 1)) == ("contiguous", "contiguous")
+    assert {sx.decode_layouts(code, (2,))[0] for code in range(4)} == set(LAYOUTS)
+    assert sx.decode_layouts(1 << 2, (2, 1)) == ("contiguous", "strided")  # 1-D: no transposed view
+    assert minimal(sx.layout_codes(3)) == 0
