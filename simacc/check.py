@@ -46,6 +46,7 @@ from simacc.impl import CONTRACTS, REFERENCES
 from simacc.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
 
 USAGE, INTERRUPTED = 2, 130
+_ONE_AT_A_TIME = threading.Lock()  # see run_check
 EXIT_CODES = f"""exit codes:
   {CONFORMANT}    conformant: every property that ran passed (or failed as --xfails expects)
   {NOT_CONFORMANT}    not conformant: a failure, a hang past --timeout, a crash, or an unexpected
@@ -498,9 +499,11 @@ def run_check(impl_spec=None, *, contract=None, device=None, profile=None, max_e
     Prints the header (stdout) and the progress (stderr) unless ``quiet``. ``select``
     restricts the run to these property ids. Raises :class:`UsageError` for bad arguments,
     :class:`CheckError` when pytest could not run the properties, and ``KeyboardInterrupt``
-    when the run was interrupted. Not thread-safe: pytest runs in this process.
+    when the run was interrupted. Checks from several threads run one after the other:
+    pytest runs in this process, one session at a time (its capture of the output, the
+    global state it changes).
     """
-    with _restored():
+    with _ONE_AT_A_TIME, _restored():
         header = _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir)
         try:
             workers = argtypes.workers(str(workers)) if workers is not None else "auto"

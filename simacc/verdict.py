@@ -1,15 +1,15 @@
 """The verdict of ``simacc check``: one result per property from pytest's test reports,
 printed as a table and written as JSON (schema ``simacc.check/1``).
 
-Each test phase's report becomes a plain record (:func:`record`): what ``simacc check``
-hears from pytest, in this process or forwarded by xdist from its workers. A property runs once per device (and per parameter, for the statistical ones);
-its tests are shown as one row when they agree and as ``id[parameters]`` rows when they do
-not or when they failed (each failure has its own counterexample). A device on which every
-property was skipped for the same reason (``cuda`` without CUDA) is said once in a note
-instead of once per row.
+Each test phase's report becomes a plain record (:func:`record`), as ``simacc check`` hears
+it from pytest (in its own process, or forwarded by xdist from the workers). A property
+runs once per device (and per parameter, for the statistical ones); its tests are shown as
+one row when they agree and as ``id[parameters]`` rows when they do not or when they failed
+(each failure has its own counterexample). A device on which every property was skipped for
+the same reason (``cuda`` without CUDA) is said once in a note instead of once per row.
 
-A run in which no property was checked (every test skipped or not applicable, or none
-selected) is never a success: it exits 5, pytest's own "no tests" code, and says why
+A run in which no property ran the implementation (every one skipped or not applicable, or
+none selected) is never a success: it exits 5, pytest's own "no tests" code, and says why
 (issue #14).
 """
 
@@ -98,7 +98,7 @@ def split_nodeid(nodeid):
 
 def record(report):
     """The plain record of a pytest ``TestReport`` that a verdict is built from."""
-    record = {
+    fields = {
         "nodeid": report.nodeid,
         "when": report.when,
         "outcome": report.outcome,
@@ -106,13 +106,13 @@ def record(report):
         "user_properties": [tuple(p) for p in report.user_properties],
     }
     if hasattr(report, "wasxfail"):
-        record["wasxfail"] = report.wasxfail
+        fields["wasxfail"] = report.wasxfail
     if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
-        record["reason"] = report.longrepr[2].removeprefix("Skipped: ")
+        fields["reason"] = report.longrepr[2].removeprefix("Skipped: ")
     elif report.longrepr is not None:
         crash = getattr(report.longrepr, "reprcrash", None)
-        record["crash"] = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
-    return record
+        fields["crash"] = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
+    return fields
 
 
 def _message(record):
