@@ -46,7 +46,7 @@ from simacc.impl import CONTRACTS, REFERENCES
 from simacc.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
 
 USAGE, INTERRUPTED = 2, 130
-_ONE_AT_A_TIME = threading.Lock()  # see run_check
+_ONE_AT_A_TIME = threading.RLock()  # see run_check; reentrant: a session may run a check inside
 EXIT_CODES = f"""exit codes:
   {CONFORMANT}    conformant: every property that ran passed (or failed as --xfails expects)
   {NOT_CONFORMANT}    not conformant: a failure, a hang past --timeout, a crash, or an unexpected
