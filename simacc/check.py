@@ -1,36 +1,61 @@
 """``simacc check IMPL``: a property-by-property conformance verdict for one implementation
-(issue #4).
+(issues #4, #10.3, #14).
 
-The property suite runs under pytest (and xdist) in a child process, exactly as CI runs
-it; the plugin writes each test report as a JSON line (``--simacc-results``) and this
-process follows that file for progress and builds the verdict from it. A child process
-gives every check a clean interpreter and keeps a crashing implementation away from the
-verdict; xdist reports a worker that died under a test as that test's failure and starts a
-new worker.
+The property suite runs under pytest *in this process* (``pytest.main``), with a small
+plugin object (:class:`_Collector`) that hears every test report. With xdist (``-n auto``,
+the default) this process is only the controller and the properties run in worker
+processes: a crashing implementation takes down a worker, which xdist reports as that
+test's failure and replaces. ``-n 0`` runs them here too: the quickest start, without crash
+isolation. Compared with a child ``python -m pytest``, that is one process start-up (and
+torch import) less before the first property runs.
 
-Everything the child would reject (IMPL, contract, profile, xfails file, JSON path) is
-checked here first, so a usage error is one line and exit code 2 before any test runs.
+This module is also a pytest plugin of its own sessions (``-p simacc.check``, loaded by the
+workers too): it marks the tests that never call the implementation, and ends each worker
+as soon as its reports are sent.
+
+Because the session shares this process with whoever called :func:`run_check` (a test, the
+zoo), :func:`_restored` gives back what a check changes for good, and the property modules
+are imported afresh for it (:func:`_fresh_properties`). The command ends its process once
+the verdict is out (:func:`simacc.cli.end_process`): the interpreter's teardown is slow
+with torch loaded, and would wait forever for a non-daemon thread the implementation left
+running.
+
+Everything pytest would reject (IMPL, contract, profile, xfails file, JSON path) is checked
+first, so a usage error is one line and exit code 2 before any test runs.
 """
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import os
 import platform
 import shlex
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
+import threading
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from simacc import argtypes, env, verdict
 from simacc.impl import CONTRACTS, REFERENCES
+from simacc.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
 
-CONFORMANT, NOT_CONFORMANT, USAGE = 0, 1, 2
-INTERRUPTED = 130
-STOP_GRACE_S = 10  # how long an interrupted child may take to stop before it is killed
-EXIT_GRACE_S = 30  # how long a finished child may linger (a thread the implementation left running)
+USAGE, INTERRUPTED = 2, 130
+_ONE_AT_A_TIME = threading.RLock()  # see run_check; reentrant: a session may run a check inside
+EXIT_CODES = f"""exit codes:
+  {CONFORMANT}    conformant: every property that ran passed (or failed as --xfails expects)
+  {NOT_CONFORMANT}    not conformant: a failure, a hang past --timeout, a crash, or an unexpected
+       pass of a property listed in --xfails
+  {USAGE}    usage error (bad IMPL, option or file; nothing is run), or pytest could not
+       collect the properties
+  {NOTHING_CHECKED}    nothing checked: no property ran the implementation (all skipped or not
+       applicable, e.g. --device cuda without CUDA), or --property matched none
+  {INTERRUPTED}  interrupted (Ctrl-C)"""
 
 
 class UsageError(Exception):
@@ -53,8 +78,9 @@ def register(subparsers):
         "check",
         help="check an implementation against every property and print a verdict",
         description="Run the property suite against IMPL (pytest and xdist underneath) and print "
-        "a verdict per property. Exit 0 conformant (or nothing could be checked, e.g. --device cuda "
-        "without CUDA), 1 not conformant, 2 usage error.",
+        "a verdict per property.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL",
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL; "
@@ -65,17 +91,19 @@ def register(subparsers):
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P", help="Hypothesis profile: default, ci or thorough")
     p.add_argument("--seed", type=int, metavar="S", help="Hypothesis seed, for a reproducible run")
     p.add_argument("-n", dest="workers", type=workers, default="auto", metavar="WORKERS",
-                   help="pytest-xdist workers (default auto; 0 runs in one process, without crash isolation)")
+                   help="pytest-xdist worker processes (default auto); 0 runs the properties in this "
+                   "process: quicker to start, but a crash (or a call stuck in C code) ends the whole check")
     p.add_argument("--timeout", type=positive_seconds, metavar="S", help="per-call time limit in seconds (default 30)")
     p.add_argument("--xfails", metavar="FILE", help="property ids expected to fail, one a line, '#' comments")
     p.add_argument("--repro-dir", metavar="DIR", help="where repro files of failures go (default .simacc/failures)")
     p.add_argument("--property", dest="select", action="append", metavar="ID", help="check only this property (repeatable)")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no header or progress, only the verdict")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, end_process=True)
 
 
 def run(args):
+    """``simacc check``: the verdict on stdout, its exit code returned."""
     try:
         if args.json is not None and not args.json.resolve().parent.is_dir():
             raise UsageError(f"--json {args.json}: no such folder {args.json.parent}")
@@ -195,6 +223,26 @@ def format_header(header):
     return "\n".join(lines)
 
 
+def pytest_collection_modifyitems(items):
+    """(``-p simacc.check``) Mark the tests that never call the implementation (the
+    caller's checks test simacc's own code): passing, they do not make a run "checked"."""
+    for item in items:
+        if "impl" not in getattr(item, "fixturenames", ()):
+            item.user_properties.append(("simacc_runs_impl", False))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """In an xdist worker of a check (``-p simacc.check``), the last thing it does: end the
+    process at once. Its reports are all sent by now; the interpreter's teardown would
+    only keep the check waiting, over a second with torch loaded on a busy machine, and
+    forever (up to xdist's 10 s) with a non-daemon thread the implementation left behind."""
+    if hasattr(config, "workerinput"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def _config_args(package_dir, scratch):
     """The project's own pytest configuration when the properties sit in a checkout;
     otherwise a minimal one, so that an unrelated ini or conftest around an installed
@@ -208,14 +256,17 @@ def _config_args(package_dir, scratch):
     return ["--rootdir", str(root), "-c", str(ini), "--confcutdir", str(package_dir)]
 
 
-def _pytest_command(header, package_dir, scratch, results, workers, select):
+def _pytest_args(header, package_dir, scratch, workers, select):
+    """pytest's arguments for the run. Whatever a check does not read is left out: asserts
+    are not rewritten (the properties fail through simacc's helpers), no cache, no hunt for
+    unraisable exceptions (a garbage collection per session), little terminal output."""
     command = [
-        sys.executable, "-m", "pytest", str(package_dir), *_config_args(package_dir, scratch),
-        "-p", "simacc.plugin", "-p", "no:cacheprovider", "-q", "--no-header", "-rN",
+        str(package_dir), *_config_args(package_dir, scratch),
+        "-p", "simacc.plugin", "-p", "simacc.check", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+        "--assert=plain", "-q", "--no-header", "-rN",
         "--impl", header["impl"], "--contract", header["contract"], "--device", header["device"],
         "--hypothesis-profile", header["profile"], "--max-examples", str(header["max_examples"]),
-        "--simacc-timeout", str(header["timeout_s"]), "--repro-dir", header["repro_dir"],
-        "--simacc-results", str(results), "-n", workers,
+        "--simacc-timeout", str(header["timeout_s"]), "--repro-dir", header["repro_dir"], "-n", workers,
     ]
     if header["seed"] is not None:
         command += ["--hypothesis-seed", str(header["seed"])]
@@ -241,89 +292,199 @@ def _replay(result, header, rootdir):
 
 
 class _Progress:
-    """Reads the report lines as they come and says on stderr when each test is done."""
+    """What stderr shows while the suite runs (issue #12.3): on a terminal, one status line
+    rewritten in place like pytest's (counts so far and the test running), ended by a
+    newline before the table; elsewhere (a CI log) one line per finished test; with
+    ``-q`` nothing."""
 
-    def __init__(self, quiet):
-        self.quiet = quiet
-        self.order, self.reports, self.collect_errors, self.warnings = [], [], [], []
-        self.done = 0
-        self.exitstatus = None  # pytest's, once the session has finished
+    def __init__(self, stream, quiet):
+        self.stream = None if quiet else stream
+        self.live = self.stream is not None and _isatty(self.stream)
+        self.width = _columns(self.stream) - 1 if self.live else 0
+        self.total = self.done = 0
+        self.counts = Counter()
+        self.current = ""
+        self._shown = 0  # length of the status line on the terminal now
+
+    def collected(self, total):
+        self.total = max(self.total, total)
+
+    def started(self, nodeid):
+        self.current = verdict.split_nodeid(nodeid)[2]
+        self._redraw()
+
+    def finished(self, result):
+        self.done += 1
+        self.counts[_BUCKETS.get(result.status, result.status)] += 1
+        if self.current == verdict.split_nodeid(result.nodeid)[2]:
+            self.current = ""
+        if self.live:
+            self._redraw()
+        elif self.stream is not None:
+            examples = "" if result.examples is None else f", {result.examples} examples"
+            name = verdict.split_nodeid(result.nodeid)[2]
+            self._line(f"{self._position()} {name}: {result.status} ({result.seconds:.1f} s{examples})")
+
+    def warn(self, message):
+        if self.stream is not None:
+            self._clear()
+            self._line(f"warning: {message}")
+            self._redraw()
+
+    def close(self):
+        """End the status line, so that what follows starts on a line of its own."""
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._shown = 0
+
+    def _position(self):
+        return f"[{self.done}/{self.total}]" if self.total else f"[{self.done}]"
+
+    def _redraw(self):
+        if not self.live:
+            return
+        counts = ", ".join(f"{self.counts[b]} {b}" for b in ("pass", "FAIL", "skipped") if self.counts[b])
+        running = f"- {self.current}" if self.current else ""
+        line = " ".join(part for part in (self._position(), counts, running) if part)[: self.width]
+        self.stream.write("\r" + line.ljust(self._shown))
+        self.stream.flush()
+        self._shown = len(line)
+
+    def _clear(self):
+        if self._shown:
+            self.stream.write("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def _line(self, text):
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+_BUCKETS = {verdict.XFAIL: "pass", verdict.XPASS: "FAIL", verdict.NOT_APPLICABLE: "skipped"}  # the live line's three counts
+
+
+def _isatty(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def _columns(stream):
+    """The terminal's width: a status line longer than that would wrap, and ``\\r`` only
+    returns to the start of the last row."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size().columns
+
+
+class _Collector:
+    """The pytest plugin object of a check: it hears every report of the session (xdist
+    forwards its workers' reports to this process), keeps the records the verdict is built
+    from and tells :class:`_Progress`."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.order, self.records, self.collect_errors, self.warnings = [], [], [], []
+        self.interrupted = False
         self._phases = {}
 
-    def add(self, record):
-        event = record["event"]
-        if event == "collected":
-            self.order = list(dict.fromkeys([*self.order, *record["nodeids"]]))
-        elif event == "finished":
-            self.exitstatus = record["exitstatus"]
-        elif event == "collect-error":
-            self.collect_errors.append(record)
-        elif event == "warning":  # config warnings only (an unknown --xfails id), not the suite's own
-            if record["category"] == "PytestConfigWarning" and record["message"] not in self.warnings:
-                self.warnings.append(record["message"])
-                if not self.quiet:
-                    print(f"warning: {record['message']}", file=sys.stderr, flush=True)
-        elif event == "report":
-            self.reports.append(record)
-            phases = self._phases.setdefault(record["nodeid"], [])
-            phases.append(record)
-            if record["when"] in ("teardown", "???"):
-                self._show(record["nodeid"], phases)
+    def property_ids(self):
+        """The ids of the properties collected or reported (a row may hide them: a note
+        can stand for a device's rows)."""
+        return {verdict.split_nodeid(nodeid)[0] for nodeid in [*self.order, *self._phases]}
 
-    def _show(self, nodeid, phases):
-        self.done += 1
-        if self.quiet:
-            return
-        r = verdict.node_result(nodeid, phases)
-        name = verdict.split_nodeid(nodeid)[2]
-        examples = "" if r.examples is None else f", {r.examples} examples"
-        total = f"/{len(self.order)}" if self.order else ""
-        print(f"[{self.done}{total}] {name}: {r.status} ({r.seconds:.1f} s{examples})", file=sys.stderr, flush=True)
+    def _collected(self, nodeids):
+        self.order = list(dict.fromkeys([*self.order, *nodeids]))
+        self.progress.collected(len(self.order))
 
+    def pytest_collection_finish(self, session):
+        if session.items:  # without xdist; with it the workers collect
+            self._collected(item.nodeid for item in session.items)
 
-def _follow(proc, path, progress):
-    """Feed the report lines to ``progress`` until the child exits (and once after); return
-    pytest's exit status. A child that lingers after its session finished (a non-daemon
-    thread the implementation started) is ended after :data:`EXIT_GRACE_S`."""
-    buffer = ""
-    finished_at = None
-    with open(path, encoding="utf-8") as f:
-        while True:
-            running = proc.poll() is None
-            buffer += f.read()
-            *lines, buffer = buffer.split("\n")
-            for line in lines:
-                if line.strip():
-                    progress.add(json.loads(line))
-            if not running:
-                return proc.returncode
-            if progress.exitstatus is not None:
-                finished_at = finished_at or time.monotonic()
-                if time.monotonic() - finished_at > EXIT_GRACE_S:
-                    _stop(proc)
-                    return progress.exitstatus
-            time.sleep(0.1)
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self._collected(ids)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(report)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self._stop_if_interrupted()
+        self.progress.started(nodeid)
+
+    def pytest_runtest_logreport(self, report):
+        self._stop_if_interrupted()
+        record = verdict.record(report)
+        self.records.append(record)
+        phases = self._phases.setdefault(report.nodeid, [])
+        phases.append(record)
+        if report.when in ("teardown", "???"):  # ???: xdist, the worker died under this test
+            self.progress.finished(verdict.node_result(report.nodeid, phases))
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
+        # configuration warnings only (an --xfails entry that matches nothing), once each
+        # (every xdist worker sends its own), not the suite's own warnings
+        message = str(warning_message.message)
+        if issubclass(warning_message.category, pytest.PytestConfigWarning) and message not in self.warnings:
+            self.warnings.append(message)
+            self.progress.warn(message)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        if isinstance(excinfo.value, KeyboardInterrupt):
+            self.interrupted = True
+
+    def _stop_if_interrupted(self):
+        """Stop the session for a Ctrl-C that the implementation's runner took for the
+        implementation's own error (it lands inside a call with ``-n 0``)."""
+        if self.interrupted:
+            raise KeyboardInterrupt
 
 
-def _stop(proc):
-    """Interrupt the child like a Ctrl-C, then end its whole process group."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
-    _end_group(proc)
+@contextlib.contextmanager
+def _noticing_interrupts(collector):
+    """Ctrl-C raises ``KeyboardInterrupt`` as always, and the collector remembers it, so that
+    the run stops even when the exception itself was caught on the way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def interrupt(signum, frame):
+        collector.interrupted = True
+        raise KeyboardInterrupt
 
-def _end_group(proc):
-    """Kill whatever is left in the child's process group (xdist workers, processes the
-    implementation started), so that a check leaves nothing running."""
+    previous = signal.signal(signal.SIGINT, interrupt)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _restored():
+    """Give back what a check changes for good in this process (a test or the zoo may be the
+    caller): loading an IMPL appends its folder to ``sys.path``; in the session, pytest
+    prepends the rootdir there and removes ``PYTEST_CURRENT_TEST`` (a calling test's own),
+    Hypothesis's plugin loads the profile and forces the seed and undoes neither, and every
+    property seeds torch's CPU generator."""
+    import torch
+    from hypothesis import core, settings
+
+    profile, seed, path = settings.get_current_profile_name(), core.global_force_seed, list(sys.path)
+    environ, rng = dict(os.environ), torch.get_rng_state()
+    try:
+        yield
+    finally:
+        settings.load_profile(profile)
+        core.global_force_seed = seed
+        sys.path[:] = path
+        for name in os.environ.keys() - environ.keys():
+            del os.environ[name]
+        os.environ.update(environ)
+        torch.set_rng_state(rng)
 
 
 def _tail(path, lines=30):
@@ -335,53 +496,89 @@ def run_check(impl_spec=None, *, contract=None, device=None, profile=None, max_e
               workers=None, timeout=None, xfails=None, repro_dir=None, select=None, quiet=False):
     """Check ``impl_spec`` against the property suite and return the :class:`~simacc.verdict.Verdict`.
 
-    Prints the header (stdout) and one progress line per finished test (stderr) unless
-    ``quiet``. ``select`` restricts the run to these property ids. Raises
-    :class:`UsageError` for bad arguments and :class:`CheckError` when pytest could not
-    run the properties.
+    Prints the header (stdout) and the progress (stderr) unless ``quiet``. ``select``
+    restricts the run to these property ids. Raises :class:`UsageError` for bad arguments,
+    :class:`CheckError` when pytest could not run the properties, and ``KeyboardInterrupt``
+    when the run was interrupted. Checks from several threads run one after the other:
+    pytest runs in this process, one session at a time (its capture of the output, the
+    global state it changes).
     """
-    import properties
+    with _ONE_AT_A_TIME, _restored():
+        header = _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir)
+        try:
+            workers = argtypes.workers(str(workers)) if workers is not None else "auto"
+        except argparse.ArgumentTypeError as e:
+            raise UsageError(f"workers {e}") from None
+        if not quiet:
+            print(format_header(header), flush=True)
+        collector = _Collector(_Progress(sys.stderr, quiet))
+        exitstatus, output = _session(header, workers, select, collector)
+    return _verdict(header, collector, exitstatus, output, select)
 
-    header = _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir)
-    try:
-        workers = argtypes.workers(str(workers)) if workers is not None else "auto"
-    except argparse.ArgumentTypeError as e:
-        raise UsageError(f"workers {e}") from None
-    if not quiet:
-        print(format_header(header), flush=True)
-    package_dir = Path(properties.__file__).resolve().parent
-    progress = _Progress(quiet)
+
+def _session(header, workers, select, collector):
+    """Run the pytest session in this process: ``(pytest's exit status, the end of its
+    terminal output)``; the output goes to a file, read only when pytest fails to run."""
     with tempfile.TemporaryDirectory(prefix="simacc-check-") as scratch:
         scratch = Path(scratch)
-        results, output = scratch / "results.jsonl", scratch / "pytest.out"
-        results.touch()
-        command = _pytest_command(header, package_dir, scratch, results, workers, select)
-        header["pytest_command"] = shlex.join(command)
-        with open(output, "wb") as out:
-            # its own process group, so that everything it starts can be ended with it
-            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-            try:
-                returncode = _follow(proc, results, progress)
-            except BaseException:
-                _stop(proc)
-                raise
-            _end_group(proc)
-        if progress.collect_errors:
-            first = progress.collect_errors[0]
-            raise CheckError(f"pytest could not collect {first['nodeid'] or 'the properties'}", first["longrepr"].strip())
-        if returncode == 5 or (returncode == 0 and not progress.reports):
-            raise CheckError("no property was selected" + (f" (--property {', '.join(select)})" if select else ""))
-        if not progress.reports and returncode != 0:
-            raise CheckError(f"pytest exited with code {returncode} before running any property", _tail(output))
-        stopped = "" if returncode in (0, 1) else f"pytest stopped with exit code {returncode}"
-        result = verdict.build(header, progress.order, progress.reports, stopped)
-        if stopped and _tail(output, 1):
-            result.notes.append(f"{stopped}; its output ended with: {_tail(output, 1)}")
-    unmatched = [pid for pid in select or () if not any(r.id.split("[")[0] == pid for r in result.results)]
+        args = _pytest_args(header, _properties_dir(), scratch, workers, select)
+        header["pytest_command"] = shlex.join(["python", "-m", "pytest", *args])
+        try:
+            with open(scratch / "pytest.out", "w", encoding="utf-8") as out, _fresh_properties(), \
+                    _noticing_interrupts(collector), contextlib.redirect_stdout(out):
+                exitstatus = int(pytest.main(args, plugins=[collector]))
+        finally:
+            collector.progress.close()
+        return exitstatus, _tail(scratch / "pytest.out")
+
+
+def _properties_dir():
+    # found, not imported: the session imports the property modules (_fresh_properties)
+    return Path(importlib.util.find_spec("properties").origin).resolve().parent
+
+
+@contextlib.contextmanager
+def _fresh_properties():
+    """Let the session import the property modules afresh, and give the caller's back after.
+    ``@given`` takes Hypothesis's settings when its module is imported, so modules imported
+    before (by a calling test's session, or an earlier check) would run with that profile
+    and ``max_examples``, not this check's."""
+    saved = {name: module for name, module in sys.modules.items() if _is_property_module(name)}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if _is_property_module(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def _is_property_module(name):
+    return name == "properties" or name.startswith("properties.")
+
+
+def _verdict(header, collector, exitstatus, output, select):
+    """The :class:`~simacc.verdict.Verdict` of a finished session, or the exception that
+    says why there is none."""
+    if collector.interrupted:
+        raise KeyboardInterrupt
+    if collector.collect_errors:
+        first = collector.collect_errors[0]
+        raise CheckError(f"pytest could not collect {first.nodeid or 'the properties'}", str(first.longrepr).strip())
+    if not collector.records and exitstatus not in (0, 5):  # 5: nothing collected, a verdict of its own
+        raise CheckError(f"pytest exited with code {exitstatus} before running any property", output)
+    stopped = "" if exitstatus in (0, 1, 5) else f"pytest stopped with exit code {exitstatus}"
+    result = verdict.build(header, collector.order, collector.records, stopped)
+    if stopped and output:
+        result.notes.append(f"{stopped}; its output ended with: {output.splitlines()[-1]}")
+    collected = collector.property_ids()
+    unmatched = [pid for pid in select or () if pid not in collected]
     result.notes += [f"--property {pid} matches no property" for pid in unmatched]
-    result.notes += progress.warnings
+    if not result.results and unmatched:
+        result.reason = f"--property {', '.join(unmatched)} matches no property"
+    result.notes += collector.warnings
     for r in result.results:
         if r.status == verdict.FAIL:
-            r.replay = _replay(r, header, package_dir.parent)
+            r.replay = _replay(r, header, _properties_dir().parent)
     return result

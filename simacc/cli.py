@@ -1,9 +1,15 @@
 """The ``simacc`` command. Each subcommand lives in the module named for what it does and
-adds itself with ``register(subparsers)``; its handler returns the exit code
-(0 success, 1 a conformance failure, 2 a usage error)."""
+adds itself with ``register(subparsers)``; its handler returns the exit code (0 success,
+1 a conformance failure, 2 a usage error; ``simacc check --help`` lists its own).
+
+A subcommand that sets ``end_process`` ends the process as soon as its output is out,
+when ``simacc`` runs as a program: the interpreter's teardown with torch loaded takes
+about a second on a busy machine, longer than a small check, and it would wait forever
+for a non-daemon thread that the implementation under test left running (issue #10.3)."""
 
 import argparse
 import importlib
+import os
 import sys
 
 import simacc
@@ -25,12 +31,26 @@ def build_parser():
 
 
 def main(argv=None):
+    """Run ``simacc ARGV`` and return its exit code; ``argv`` None means this process's
+    own command line (``sys.argv``), which is when an ``end_process`` subcommand may end
+    the process instead of returning."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    return args.run(args)
+    code = args.run(args)
+    if argv is None and getattr(args, "end_process", False):
+        end_process(code)
+    return code
+
+
+def end_process(code):
+    """Flush the output and end the process with ``code``, skipping the interpreter's
+    teardown (and the threads it would wait for)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,9 @@ cheap to import; torch and the implementation are loaded in the hooks.
   parametrized over the selected CUDA devices and need a CPU selected too.
 * Each Hypothesis test's report carries ``("simacc_examples", n)`` in its
   ``user_properties``: the examples Hypothesis ran to an outcome (see :func:`examples_run`).
-* ``--simacc-results PATH`` writes every test report as a JSON line: how ``simacc check``
-  (a separate process, with xdist workers) learns the results.
 """
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +38,6 @@ def pytest_addoption(parser):
     group.addoption("--repro-dir", default=None, help="folder for repro files of failing cases (default .simacc/failures; env SIMACC_REPRO_DIR)")
     group.addoption("--max-examples", default=None, type=argtypes.positive_int, help="override the Hypothesis profile's max_examples")
     group.addoption("--property", action="append", default=None, dest="simacc_properties", metavar="ID", help="run only this property id (repeatable; exact, without 'test_' and the device)")
-    group.addoption("--simacc-results", default=None, metavar="PATH", help="append every test report to PATH as a JSON line (how simacc check reads results)")
 
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has loaded --hypothesis-profile
@@ -52,9 +48,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "levels(*names): the levels (exact, semantic) a property applies to (default: both)")
     opt = config.getoption
     _load_profile(opt("--hypothesis-profile", default=None) or env.get("PROFILE"), opt("--max-examples"))
-    results = opt("--simacc-results")
-    if results and not hasattr(config, "workerinput"):  # xdist forwards workers' reports here
-        config.pluginmanager.register(ResultsLog(results), "simacc-results")
     spec = opt("--impl") or env.get("IMPL")
     contract = opt("--contract") or env.get("CONTRACT")
     level = opt("--level") or env.get("LEVEL", "exact")
@@ -266,58 +259,6 @@ def pytest_runtest_call(item):
         finally:
             if counts:
                 item.user_properties.append(("simacc_examples", sum(counts)))
-
-
-class ResultsLog:
-    """Appends each test report (and collection errors and warnings) to a file as JSON
-    lines, flushed at once so a reader can show progress and keeps what came before a
-    crash."""
-
-    def __init__(self, path):
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at unconfigure
-
-    def _write(self, record):
-        self.file.write(json.dumps(record, default=str) + "\n")
-        self.file.flush()
-
-    def pytest_collection_finish(self, session):
-        if session.items:  # without xdist; with it the workers collect
-            self._write({"event": "collected", "nodeids": [item.nodeid for item in session.items]})
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids):
-        self._write({"event": "collected", "nodeids": list(ids)})
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self._write({"event": "collect-error", "nodeid": report.nodeid, "longrepr": str(report.longrepr)})
-
-    def pytest_runtest_logreport(self, report):
-        record = {
-            "event": "report",
-            "nodeid": report.nodeid,
-            "when": report.when,
-            "outcome": report.outcome,
-            "duration": getattr(report, "duration", 0.0),
-            "user_properties": [list(p) for p in report.user_properties],
-        }
-        if hasattr(report, "wasxfail"):
-            record["wasxfail"] = report.wasxfail
-        if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
-            record["reason"] = report.longrepr[2].removeprefix("Skipped: ")
-        elif report.longrepr is not None:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            record["crash"] = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
-        self._write(record)
-
-    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
-        self._write({"event": "warning", "category": warning_message.category.__name__, "message": str(warning_message.message)})
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        self._write({"event": "finished", "exitstatus": int(exitstatus)})
-
-    def pytest_unconfigure(self, config):
-        self.file.close()
 
 
 @pytest.fixture

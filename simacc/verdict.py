@@ -1,19 +1,25 @@
 """The verdict of ``simacc check``: one result per property from pytest's test reports,
 printed as a table and written as JSON (schema ``simacc.check/1``).
 
-The reports arrive as the JSON lines that ``simacc.plugin.ResultsLog`` writes, one per
-test phase. A property runs once per device (and per parameter, for the statistical ones);
-its tests are shown as one row when they agree and as ``id[parameters]`` rows when they do
-not or when they failed (each failure has its own counterexample). A device on which every
-property was skipped for the same reason (``cuda`` without CUDA) is said once in a note
-instead of once per row.
+Each test phase's report becomes a plain record (:func:`record`), as ``simacc check`` hears
+it from pytest (in its own process, or forwarded by xdist from the workers). A property
+runs once per device (and per parameter, for the statistical ones); its tests are shown as
+one row when they agree and as ``id[parameters]`` rows when they do not or when they failed
+(each failure has its own counterexample). A device on which every property was skipped for
+the same reason (``cuda`` without CUDA) is said once in a note instead of once per row.
+
+A run in which no property ran the implementation (every one skipped or not applicable, or
+none selected) is never a success: it exits 5, pytest's own "no tests" code, and says why
+(issue #14).
 """
 
 import dataclasses
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 SCHEMA = "simacc.check/1"
+CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED = 0, 1, 5  # exit codes; 5 is pytest's "no tests collected"
 PASS, FAIL, NOT_APPLICABLE, XFAIL, XPASS, SKIPPED = (
     "pass", "FAIL", "not applicable", "expected failure", "unexpected pass", "skipped",
 )
@@ -31,7 +37,8 @@ class PropertyResult:
     ``examples`` is how many examples Hypothesis ran to an outcome (None when unknown: not
     a Hypothesis test, or it never finished). ``message`` is the failure (or the reason for
     a skip); ``repro`` the repro file; ``case`` the minimal case; ``replay`` the command
-    that replays a failure; ``nodeid`` the pytest node of a single-device row.
+    that replays a failure; ``nodeid`` the pytest node of a single-device row; ``runs_impl``
+    False for a test that never calls the implementation (the caller's checks).
     """
 
     id: str
@@ -44,20 +51,23 @@ class PropertyResult:
     devices: tuple = ()
     replay: str | None = None
     nodeid: str | None = None
+    runs_impl: bool = True
 
 
 @dataclass
 class Verdict:
+    """The rows, the exit code and the notes; ``reason`` says why nothing was checked
+    (empty otherwise)."""
+
     header: dict
     results: list
     exit_code: int
     notes: list = field(default_factory=list)
+    reason: str = ""
 
     @property
     def outcome(self):
-        if self.exit_code:
-            return "not conformant"
-        return "conformant" if any(r.status in CHECKED for r in self.results) else "nothing checked"
+        return {CONFORMANT: "conformant", NOT_CONFORMANT: "not conformant", NOTHING_CHECKED: "nothing checked"}[self.exit_code]
 
     def counts(self):
         """``{status: rows}`` for the statuses that occur, in :data:`STATUSES` order."""
@@ -72,6 +82,7 @@ class Verdict:
             "header": self.header,
             "counts": self.counts(),
             "notes": self.notes,
+            "reason": self.reason or None,
             "results": [{**dataclasses.asdict(r), "devices": list(r.devices)} for r in self.results],
         }
 
@@ -83,6 +94,25 @@ def split_nodeid(nodeid):
     base, _, params = name.partition("[")
     device = next((t for t in params.rstrip("]").split("-") if _DEVICE.fullmatch(t)), None)
     return base, device, name
+
+
+def record(report):
+    """The plain record of a pytest ``TestReport`` that a verdict is built from."""
+    fields = {
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "duration": getattr(report, "duration", 0.0),
+        "user_properties": [tuple(p) for p in report.user_properties],
+    }
+    if hasattr(report, "wasxfail"):
+        fields["wasxfail"] = report.wasxfail
+    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
+        fields["reason"] = report.longrepr[2].removeprefix("Skipped: ")
+    elif report.longrepr is not None:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        fields["crash"] = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
+    return fields
 
 
 def _message(record):
@@ -134,6 +164,7 @@ def node_result(nodeid, reports):
         case=props.get("simacc_case") if status == FAIL else None,
         devices=(device,) if device else (),
         nodeid=nodeid,
+        runs_impl=props.get("simacc_runs_impl", True),
     )
 
 
@@ -157,37 +188,65 @@ def build(header, order, reports, stopped=""):
     """The :class:`Verdict` from the collected node ids (``order``) and the report records.
 
     A collected test without a finished report is a failure: the process died under it, or
-    ``stopped`` (why pytest stopped early) kept it from running.
+    ``stopped`` (why pytest stopped early) kept it from running. Only tests that run the
+    implementation count as checking it: the caller's checks passing is not a verdict on it.
     """
     by_node = {}
     for r in reports:
         by_node.setdefault(r["nodeid"], []).append(r)
-    results = []
-    for nodeid in dict.fromkeys([*order, *by_node]):
-        result = node_result(nodeid, by_node.get(nodeid, []))
-        if result is None:
-            pid, device, _ = split_nodeid(nodeid)
-            why = (
-                f"the test process died while running it ({stopped or 'no reason given'}): a segfault, "
-                "os._exit or a watchdog kill of a hung call; run with -n 1 or more to isolate crashes"
-                if nodeid in by_node else f"not run: {stopped or 'the run ended before it'}"
-            )
-            result = PropertyResult(pid, FAIL, None, 0.0, why, devices=(device,) if device else (), nodeid=nodeid)
-        results.append(result)
+    results = [node_result(nodeid, by_node.get(nodeid, [])) or _unfinished(nodeid, nodeid in by_node, stopped)
+               for nodeid in dict.fromkeys([*order, *by_node])]
+    why = _why_nothing([r for r in results if r.runs_impl])
+    notes, results = _fold_skipped_devices(results, header.get("devices"))
+    grouped = {}
+    for r in results:
+        grouped.setdefault(r.id, []).append(r)
+    rows = [row for group in grouped.values() for row in _merge(group)]
+    if any(r.status in (FAIL, XPASS) for r in rows):
+        return Verdict(header, rows, NOT_CONFORMANT, notes)
+    if not any(r.status in CHECKED and r.runs_impl for r in rows):
+        return Verdict(header, rows, NOTHING_CHECKED, notes, why)
+    return Verdict(header, rows, CONFORMANT, notes)
+
+
+def _unfinished(nodeid, started, stopped):
+    """The failure of a test that never finished: it crashed its process, or never ran."""
+    pid, device, _ = split_nodeid(nodeid)
+    why = (
+        f"the test process died while running it ({stopped or 'no reason given'}): a segfault, "
+        "os._exit or a watchdog kill of a hung call; run with -n 1 or more to isolate crashes"
+        if started else f"not run: {stopped or 'the run ended before it'}"
+    )
+    return PropertyResult(pid, FAIL, None, 0.0, why, devices=(device,) if device else (), nodeid=nodeid)
+
+
+def _fold_skipped_devices(results, selected):
+    """``(notes, results)``: a selected device on which every test was skipped for one
+    reason (``cuda`` without CUDA) becomes one note instead of a row per property, when
+    something else ran. A device that was not selected (the parity properties' ``cuda``
+    under ``--device cpu``) keeps its rows: they say why."""
     notes = []
     for device in dict.fromkeys(d for r in results for d in r.devices):
+        if selected and device not in selected:
+            continue
         on = [r for r in results if r.devices == (device,)]
         reasons = {r.message for r in on if r.status == SKIPPED}
         others = [r for r in results if r.devices != (device,)]
         if on and others and len(reasons) == 1 and all(r.status == SKIPPED for r in on):
             notes.append(f"{device}: every property skipped ({reasons.pop()})")
             results = others
-    grouped = {}
-    for r in results:
-        grouped.setdefault(r.id, []).append(r)
-    rows = [row for group in grouped.values() for row in _merge(group)]
-    exit_code = 1 if any(r.status in (FAIL, XPASS) for r in rows) else 0
-    return Verdict(header, rows, exit_code, notes)
+    return notes, results
+
+
+def _why_nothing(results):
+    """One line: why none of ``results`` (the tests that run the implementation) checked it."""
+    if not results:
+        return "no selected property runs the implementation"
+    reasons = Counter(f"{r.status}: {r.message}" if r.message else r.status for r in results)
+    reason, count = reasons.most_common(1)[0]
+    if count == len(results):
+        return f"every property was {reason}"
+    return f"every property was skipped or not applicable, most of them {reason}"
 
 
 def _seconds(s):
@@ -198,7 +257,7 @@ def render(verdict):
     """The table, the failures with their replay commands, and the one-line summary."""
     rows = verdict.results
     width = max([len("property"), *(len(r.id) for r in rows)])
-    lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"]
+    lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"] if rows else []
     for r in rows:
         examples = "-" if r.examples is None else str(r.examples)
         detail = r.message if r.status in (SKIPPED, NOT_APPLICABLE) else ""
@@ -214,10 +273,9 @@ def render(verdict):
         if r.replay:
             lines.append(f"  replay: {r.replay}")
     counts = ", ".join(f"{n} {status}" for status, n in verdict.counts().items())
-    summary = {
-        "conformant": "CONFORMANT",
-        "not conformant": "NOT CONFORMANT",
-        "nothing checked": "NOTHING CHECKED (every property was skipped)",
-    }[verdict.outcome]
-    lines += ["", f"{summary}: {counts or 'no properties'} (exit {verdict.exit_code})"]
-    return "\n".join(lines)
+    if verdict.exit_code == NOTHING_CHECKED:
+        summary = f"NOTHING CHECKED: {verdict.reason}"
+    else:
+        summary = f"{verdict.outcome.upper()}: {counts}"
+    lines += ["", f"{summary} (exit {verdict.exit_code})"]
+    return "\n".join(lines).lstrip("\n")

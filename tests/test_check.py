@@ -1,22 +1,29 @@
-"""``simacc check``: verdicts, exit codes, JSON, xfails and robustness against hanging or
-crashing implementations (issue #4).
+"""``simacc check``: verdicts, exit codes, JSON, xfails, progress, device spellings and
+robustness against hanging, crashing or interrupted runs (issues #4, #9, #10.3, #12.3, #14).
 
-Each check that runs the suite starts a child pytest, so these tests keep it small: a few
-properties (``--property``), a few examples, one process (``-n 0``) unless the test is
-about xdist, and a fixed seed. They run in ``tmp_path``, outside the repository: the
+The suite runs in this process (``pytest.main``), so these tests keep each check small: a
+few properties (``--property``), a few examples, no xdist workers (``-n 0``) unless the test
+is about them, and a fixed seed. They run in ``tmp_path``, outside the repository: the
 example database and repro files land there, and every check shows that ``simacc check``
 works from any folder.
 """
 
+import importlib
+import io
 import json
+import os
+import re
+import signal
+import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
 import torch
+from hypothesis import core, settings
 
-from simacc import check, cli, impl, verdict
+from simacc import catalogue, check, cli, impl, verdict, zoo
 
 EAGLE = ", ".join(impl.EAGLE_PARAMS)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
@@ -24,6 +31,9 @@ COUNT = "num_correct_drafts_is_length_minus_one"
 FIXED = "fixed_mode_fills_predict_with_the_fixed_id"
 REAL = "real_mode_writes_drafts_then_bonus_at_accepted_slots"
 DFLASH = "dflash_counts_are_length_minus_one_and_length"
+CALLER = "caller_rejects_unknown_token_mode"
+REFERENCE = "simacc:generate_simulated_accept_index"
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 
 
 @pytest.fixture
@@ -33,10 +43,10 @@ def workdir(monkeypatch, tmp_path):
     return tmp_path
 
 
-def impl_file(folder, body, name="candidate.py"):
+def impl_file(folder, body, name="candidate.py", preamble=""):
     """A throwaway implementation ``generate`` of the eagle signature, outside any package."""
-    source = f"import os, time\nimport simacc\n\ndef generate({EAGLE}):\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    (folder / name).write_text(source)
+    source = f"import os, signal, time\nimport simacc\n{preamble}\ndef generate({EAGLE}):\n"
+    (folder / name).write_text(source + textwrap.indent(textwrap.dedent(body), "    "))
     return f"{name}:generate"
 
 
@@ -45,7 +55,7 @@ OFF_BY_ONE = REFERENCE_CALL + "num_correct_drafts += 1  # counts the bonus as a 
 
 
 def run(capsys, *argv, properties=(), small=True):
-    """``simacc check ARGV`` in this process (the suite itself runs in a child)."""
+    """``simacc check ARGV`` in this process; ``(exit code, stdout, stderr)``."""
     args = ["check"]
     if small:
         args += ["--device", "cpu", "--max-examples", "5", "--seed", "0", "-n", "0"]
@@ -70,12 +80,45 @@ def rows(out):
     return table
 
 
-def test_the_reference_is_conformant_and_exits_0_with_progress_on_stderr(workdir, capsys):
-    code, out, err = run(capsys, "simacc:generate_simulated_accept_index", properties=(INDEX, REAL))
+def summary(out):
+    """The verdict's last line."""
+    return out.rstrip().splitlines()[-1]
+
+
+def test_the_reference_is_conformant_and_exits_0_with_a_progress_line_per_test_on_a_log(workdir, capsys):
+    code, out, err = run(capsys, REFERENCE, properties=(INDEX, REAL))
     assert code == 0
     assert rows(out) == {INDEX: "pass", REAL: "pass"}
-    assert "contract:  eagle (inferred from the signature)" in out and "CONFORMANT" in out
-    assert "[1/2]" in err and "[2/2]" in err
+    assert "contract:  eagle (inferred from the signature)" in out and summary(out) == "CONFORMANT: 2 pass (exit 0)"
+    first, second = err.splitlines()
+    assert re.fullmatch(rf"\[1/2\] {INDEX}\[cpu\]: pass \(\d+\.\d s, 5 examples\)", first)
+    assert second.startswith(f"[2/2] {REAL}[cpu]: pass (") and "\r" not in err
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_on_a_terminal_the_progress_is_one_line_rewritten_in_place(workdir, capsys, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")  # the status line is cut to the terminal's width
+    code, out, _ = run(capsys, REFERENCE, properties=(INDEX, DFLASH))
+    shown = terminal.getvalue()
+    assert code == 0 and shown.endswith("\n") and shown.count("\n") == 1  # one line, ended before the table
+    states = [state.rstrip() for state in shown.rstrip("\n").split("\r")[1:]]
+    assert f"[0/2] - {DFLASH}[cpu]" in states and f"[1/2] 1 skipped - {INDEX}[cpu]" in states
+    assert states[-1] == "[2/2] 1 pass, 1 skipped"
+    assert rows(out) == {DFLASH: "not applicable", INDEX: "pass"}
+
+
+def test_quiet_prints_the_verdict_alone(workdir, capsys, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code, out, _ = run(capsys, REFERENCE, "-q", properties=(INDEX,))
+    assert code == 0 and terminal.getvalue() == ""
+    assert out.startswith("property ") and summary(out) == "CONFORMANT: 1 pass (exit 0)"
 
 
 def test_the_legacy_reference_passes_with_the_real_mode_properties_not_applicable(workdir, capsys):
@@ -84,13 +127,6 @@ def test_the_legacy_reference_passes_with_the_real_mode_properties_not_applicabl
     assert code == 0
     assert rows(out) == {FIXED: "pass", REAL: "not applicable"}
     assert "contract 'legacy' (applies to eagle)" in out
-
-
-def test_the_dflash_reference_passes_with_the_eagle_properties_not_applicable(workdir, capsys):
-    code, out, _ = run(capsys, "simacc:apply_dflash_simulated_acceptance", "--contract", "dflash",
-                       properties=(DFLASH, INDEX))
-    assert code == 0
-    assert rows(out) == {DFLASH: "pass", INDEX: "not applicable"}
 
 
 def test_a_buggy_file_fails_the_right_property_and_the_json_says_so(workdir, capsys):
@@ -132,25 +168,125 @@ def test_a_hanging_implementation_fails_within_the_time_limit(workdir, capsys):
 
 
 def test_a_crashing_worker_fails_its_property_and_the_others_still_run(workdir, capsys):
-    spec = impl_file(workdir, "if simulate_acc_token_mode == 'real-draft-token':\n    os._exit(7)\n" + REFERENCE_CALL + "return out\n")
-    code, out, _ = run(capsys, spec, "-n", "1", properties=(FIXED, REAL))  # a worker, so a crash is isolated
+    # FIXED runs first and crashes its worker; xdist starts another one for REAL
+    spec = impl_file(workdir, "if simulate_acc_token_mode == 'fixed':\n    os._exit(7)\n" + REFERENCE_CALL + "return out\n")
+    code, out, _ = run(capsys, spec, "-n", "1", properties=(FIXED, REAL))
     assert code == 1
-    assert rows(out) == {FIXED: "pass", REAL: "FAIL"}
+    assert rows(out) == {FIXED: "FAIL", REAL: "pass"}
     assert "crashed while running" in out
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
-def test_checking_on_cuda_without_cuda_checks_nothing_and_says_so(workdir, capsys):
-    code, out, _ = run(capsys, "simacc:generate_simulated_accept_index", "--json", "v.json", "--device", "cuda",
-                       properties=(INDEX,))
+def test_ctrl_c_stops_the_check_with_exit_130_even_when_the_implementation_swallows_it(workdir, capsys):
+    # with -n 0 a Ctrl-C lands in the implementation, whose runner would report it as the
+    # implementation's error; here the implementation itself swallows it
+    swallow = "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(1)\nexcept KeyboardInterrupt:\n    pass\n"
+    spec = impl_file(workdir, swallow + REFERENCE_CALL + "return out\n")
+    handler = signal.getsignal(signal.SIGINT)
+    code, out, err = run(capsys, spec, properties=(INDEX, REAL))
+    assert code == 130 and err.endswith("simacc check: interrupted\n")
+    assert "CONFORMANT" not in out and signal.getsignal(signal.SIGINT) is handler
+
+
+def test_a_check_leaves_this_process_as_it_found_it(workdir, capsys):
+    before = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
+              signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), impl.modes_under_test())
+    rng = torch.get_rng_state()
+    profile = "thorough" if before[0] != "thorough" else "ci"
+    code, _, _ = run(capsys, "simacc:legacy_generate_simulated_accept_index", "--hypothesis-profile", profile,
+                     properties=(INDEX,))
     assert code == 0
-    assert "NOTHING CHECKED" in out and "no CUDA" in out
-    assert json.loads((workdir / "v.json").read_text())["verdict"] == "nothing checked"
+    after = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
+             signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), impl.modes_under_test())
+    assert after == before and torch.equal(torch.get_rng_state(), rng)
 
 
-def test_a_property_id_that_matches_nothing_is_a_usage_error(workdir, capsys):
-    code, _, err = run(capsys, "simacc:generate_simulated_accept_index", properties=("no_such_property",))
-    assert code == 2 and "no property was selected" in err
+def test_each_check_runs_the_examples_it_asks_for_whatever_ran_before(workdir, capsys):
+    # @given takes the settings in effect when the property modules are imported
+    examples = []
+    for n in (3, 1, 3):
+        code, out, _ = run(capsys, REFERENCE, "--json", "v.json", "--max-examples", str(n), properties=(INDEX,))
+        examples.append(json.loads((workdir / "v.json").read_text())["results"][0]["examples"])
+    assert examples == [3, 1, 3]
+
+
+def test_a_thread_the_implementation_leaves_running_does_not_keep_the_command_alive(workdir):
+    # a real process: only a process's exit waits for non-daemon threads
+    leave = "threading.Thread(target=time.sleep, args=(600,), name='left-behind').start()\n"
+    spec = impl_file(workdir, leave + REFERENCE_CALL + "return out\n", preamble="import threading\n")
+    command = [sys.executable, "-m", "simacc.cli", "check", spec, "--device", "cpu", "--max-examples", "2",
+               "--seed", "0", "-n", "0", "-q", "--property", INDEX]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert summary(done.stdout) == "CONFORMANT: 1 pass (exit 0)"
+
+
+CORRECT = [REFERENCE, *(e.spec for e in zoo.CORRECT.values())]
+
+
+@pytest.mark.parametrize("spec", CORRECT, ids=[spec.split(":")[1] for spec in CORRECT])
+def test_an_indexed_cpu_spelling_is_conformant_for_every_correct_implementation(workdir, capsys, spec):
+    # issue #9: --device accepted only cpu, cuda and all, and the index was compared with the spelling
+    code, out, _ = run(capsys, spec, "--device", "cpu:0", "--max-examples", "1", "--seed", "0", "-n", "0",
+                       properties=["regression", *on_a_device()], small=False)
+    assert code == 0, out
+    assert "devices:   cpu:0 (CUDA" in out and "CONFORMANT" in summary(out)
+
+
+def test_simacc_device_takes_an_indexed_spelling_too(workdir, capsys, monkeypatch):
+    monkeypatch.setenv("SIMACC_DEVICE", "cpu:0")
+    fresh = "index_is_a_fresh_int32_tensor_of_shape_bs_by_width"
+    code, out, _ = run(capsys, REFERENCE, "--max-examples", "2", "--seed", "0", "-n", "0",
+                       properties=(fresh, INDEX), small=False)
+    assert code == 0 and "devices:   cpu:0 (CUDA" in out
+    assert rows(out) == {fresh: "pass", INDEX: "pass"}
+
+
+def on_a_device():
+    """Every property that a case replays on a device: all but the statistical ones (a
+    second each, whatever --max-examples says) and the caller's checks (no device)."""
+    return [
+        name.removeprefix("test_")
+        for module in catalogue.property_modules()
+        for name, test in vars(importlib.import_module(module)).items()
+        if name.startswith("test_") and catalogue.replayable(test)
+    ]
+
+
+@no_cuda
+def test_checking_on_cuda_without_cuda_checks_nothing_and_exits_5_though_the_caller_checks_pass(workdir, capsys):
+    # the caller's checks test simacc's own code: passing, they say nothing about the implementation
+    code, out, _ = run(capsys, REFERENCE, "--json", "v.json", "--device", "cuda", properties=(INDEX, CALLER))
+    assert code == 5 and rows(out) == {CALLER: "pass"}
+    assert summary(out) == "NOTHING CHECKED: every property was skipped: no CUDA: torch.cuda.is_available() is False (exit 5)"
+    data = json.loads((workdir / "v.json").read_text())
+    assert (data["verdict"], data["exit_code"]) == ("nothing checked", 5)
+    assert data["reason"] == "every property was skipped: no CUDA: torch.cuda.is_available() is False"
+
+
+@no_cuda
+def test_checking_all_devices_without_cuda_checks_the_cpu_and_exits_0_with_a_note(workdir, capsys):
+    code, out, _ = run(capsys, REFERENCE, "--device", "all", properties=(INDEX,))
+    assert code == 0 and rows(out) == {INDEX: "pass"}
+    assert "note: cuda: every property skipped (no CUDA" in out and summary(out) == "CONFORMANT: 1 pass (exit 0)"
+
+
+def test_a_contract_with_no_applicable_property_exits_5_and_says_why(workdir, capsys):
+    code, out, _ = run(capsys, "simacc:apply_dflash_simulated_acceptance", properties=(INDEX, COUNT))
+    assert code == 5 and rows(out) == {INDEX: "not applicable", COUNT: "not applicable"}
+    assert summary(out).startswith("NOTHING CHECKED: every property was not applicable: contract 'dflash'")
+
+
+def test_a_property_filter_that_matches_nothing_exits_5_and_says_why(workdir, capsys):
+    code, out, err = run(capsys, REFERENCE, properties=("no_such_property",))
+    assert code == 5 and err == ""
+    assert summary(out) == "NOTHING CHECKED: --property no_such_property matches no property (exit 5)"
+
+
+def test_the_help_lists_every_exit_code(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    codes = capsys.readouterr().out.split("exit codes:")[1]
+    assert [line.split()[0] for line in codes.splitlines() if line[:3].strip().isdigit()] == ["0", "1", "2", "5", "130"]
 
 
 @pytest.mark.parametrize(
@@ -160,17 +296,17 @@ def test_a_property_id_that_matches_nothing_is_a_usage_error(workdir, capsys):
         (["simacc:no_such_function"], "has no attribute 'no_such_function'"),
         (["simacc:__version__"], "not callable"),
         (["simacc:sample_simulated_acc_len"], "fits no contract"),
-        (["simacc:generate_simulated_accept_index", "--contract", "dflash"], "does not fit contract 'dflash'"),
-        (["simacc:generate_simulated_accept_index", "--xfails", "missing.txt"], "--xfails missing.txt"),
-        (["simacc:generate_simulated_accept_index", "--json", "no/such/folder/v.json"], "--json no/such/folder/v.json"),
-        (["simacc:generate_simulated_accept_index", "--hypothesis-profile", "nightly"], "unknown Hypothesis profile 'nightly'"),
+        ([REFERENCE, "--contract", "dflash"], "does not fit contract 'dflash'"),
+        ([REFERENCE, "--xfails", "missing.txt"], "--xfails missing.txt"),
+        ([REFERENCE, "--json", "no/such/folder/v.json"], "--json no/such/folder/v.json"),
+        ([REFERENCE, "--hypothesis-profile", "nightly"], "unknown Hypothesis profile 'nightly'"),
     ],
 )
 def test_a_bad_argument_exits_2_with_one_line_before_any_test_runs(workdir, capsys, monkeypatch, argv, fragment):
-    def no_child(*args, **kwargs):
+    def no_session(*args, **kwargs):
         raise AssertionError("the suite must not start")
 
-    monkeypatch.setattr(check.subprocess, "Popen", no_child)
+    monkeypatch.setattr(check, "_session", no_session)
     code, out, err = run(capsys, *argv, small=False)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("simacc check: error: ") and fragment in err
@@ -183,7 +319,8 @@ def test_a_file_that_raises_on_import_exits_2_with_one_line(workdir, capsys):
     assert "importing broken.py raised ImportError: triton is not installed" in err
 
 
-@pytest.mark.parametrize("argv", [["--device", "tpu"], ["--contract", "medusa"], ["--timeout", "0"], ["-n", "-1"]])
+@pytest.mark.parametrize("argv", [["--device", "tpu"], ["--device", "cpu:x"], ["--contract", "medusa"],
+                                  ["--timeout", "0"], ["-n", "-1"]])
 def test_a_bad_option_value_is_an_argparse_usage_error(capsys, argv):
     with pytest.raises(SystemExit) as info:
         cli.main(["check", *argv])
@@ -191,12 +328,12 @@ def test_a_bad_option_value_is_an_argparse_usage_error(capsys, argv):
 
 
 def report(nodeid, when, outcome, **extra):
-    return {"event": "report", "nodeid": nodeid, "when": when, "outcome": outcome, "duration": 0.5,
+    return {"nodeid": nodeid, "when": when, "outcome": outcome, "duration": 0.5,
             "user_properties": extra.pop("user_properties", []), **extra}
 
 
 def finished(nodeid, outcome="passed", examples=None, **extra):
-    props = [["simacc_examples", examples]] if examples is not None else []
+    props = [("simacc_examples", examples)] if examples is not None else []
     return [report(nodeid, "setup", "passed"), report(nodeid, "call", outcome, user_properties=props, **extra),
             report(nodeid, "teardown", "passed", user_properties=props)]
 
@@ -214,11 +351,18 @@ def test_devices_that_agree_share_a_row_and_a_device_skipped_everywhere_is_one_n
     assert result.notes == ["cuda: every property skipped (no CUDA)"] and result.exit_code == 0
 
 
+def test_a_device_that_was_not_selected_keeps_its_rows_that_say_why():
+    records = [*finished("p/t.py::test_a[cpu]", examples=5),
+               *skipped("p/t.py::test_parity[cuda]", "compares a CUDA device with the CPU, and --device selects no CUDA device")]
+    result = verdict.build({"devices": ["cpu"]}, [], records)
+    assert [(r.id, r.status) for r in result.results] == [("a", "pass"), ("parity", "skipped")] and not result.notes
+
+
 def test_each_failing_device_gets_its_own_row():
     records = [*finished("p/t.py::test_a[cpu]", examples=5),
-               *finished("p/t.py::test_a[cuda]", "failed", examples=2, crash="AssertionError: x=1, but should be 2")]
+               *finished("p/t.py::test_a[cuda:1]", "failed", examples=2, crash="AssertionError: x=1, but should be 2")]
     result = verdict.build({}, [], records)
-    assert [(r.id, r.status) for r in result.results] == [("a[cpu]", "pass"), ("a[cuda]", "FAIL")]
+    assert [(r.id, r.status) for r in result.results] == [("a[cpu]", "pass"), ("a[cuda:1]", "FAIL")]
     assert result.results[1].message == "AssertionError: x=1, but should be 2" and result.exit_code == 1
 
 
@@ -238,7 +382,8 @@ def test_a_test_that_never_finished_is_a_failure_that_says_why():
     assert result.results[1].message == "not run: pytest stopped with exit code -11"
 
 
-def test_nothing_checked_when_every_property_was_skipped():
-    result = verdict.build({}, [], skipped("p/t.py::test_a[cuda]", "no CUDA"))
-    assert (result.exit_code, result.outcome) == (0, "nothing checked")
+def test_every_property_skipped_is_nothing_checked_with_exit_5_and_the_reason():
+    result = verdict.build({}, [], skipped("p/t.py::test_a[cuda]", "no CUDA") + skipped("p/t.py::test_b[cuda]", "no CUDA"))
+    assert (result.exit_code, result.outcome, result.reason) == (5, "nothing checked", "every property was skipped: no CUDA")
     assert result.to_json()["verdict"] == "nothing checked"
+    assert verdict.render(result).endswith("\n\nNOTHING CHECKED: every property was skipped: no CUDA (exit 5)")
