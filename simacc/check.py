@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from simacc import argtypes, env, verdict
-from simacc.impl import CONTRACTS, REFERENCES
+from simacc.impl import CONTRACTS, LEVELS, REFERENCES
 from simacc.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
 
 USAGE, INTERRUPTED = 2, 130
@@ -86,6 +86,9 @@ def register(subparsers):
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL; "
                    "default: the reference of --contract, else of eagle)")
     p.add_argument("--contract", choices=CONTRACTS, help="force the contract instead of inferring it from the signature")
+    p.add_argument("--level", choices=LEVELS, help="exact (default): L must be the documented draw from torch's CPU "
+                   "generator; semantic: for ports that draw L their own way (each call held to the L its outputs "
+                   "show, the distribution of L tested; generator-exact properties not applicable)")
     p.add_argument("--device", type=device_choice, help=f"{DEVICE_HELP} (default all; cuda is skipped where it is missing)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (overrides the profile)")
     p.add_argument("--hypothesis-profile", dest="profile", metavar="P", help="Hypothesis profile: default, ci or thorough")
@@ -108,7 +111,7 @@ def run(args):
         if args.json is not None and not args.json.resolve().parent.is_dir():
             raise UsageError(f"--json {args.json}: no such folder {args.json.parent}")
         result = run_check(
-            args.impl, contract=args.contract, device=args.device, profile=args.profile,
+            args.impl, contract=args.contract, level=args.level, device=args.device, profile=args.profile,
             max_examples=args.max_examples, seed=args.seed, workers=args.workers, timeout=args.timeout,
             xfails=args.xfails, repro_dir=args.repro_dir, select=args.select, quiet=args.quiet,
         )
@@ -146,7 +149,7 @@ def write_json(result, path):
         raise
 
 
-def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir):
+def _settings(impl_spec, contract, level, device, profile, max_examples, seed, timeout, xfails, repro_dir):
     """Resolve every choice (options, then ``SIMACC_*``, then defaults) and validate it."""
     import hypothesis
     import torch
@@ -161,7 +164,7 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
         raise UsageError(f"unknown contract {contract!r} (SIMACC_CONTRACT); expected one of {CONTRACTS}")
     spec = impl_spec or env.get("IMPL") or REFERENCES[contract or "eagle"]
     try:
-        chosen = impl.load(spec, contract)
+        chosen = impl.load(spec, contract, level or env.get("LEVEL", "exact"))
     except impl.ImplError as e:
         raise UsageError(str(e)) from None
     device = device or env.get("DEVICE", "all")
@@ -188,7 +191,8 @@ def _settings(impl_spec, contract, device, profile, max_examples, seed, timeout,
         "file": chosen.source,
         "version": chosen.version,
         "contract": chosen.contract,
-        "contract_from": "forced" if contract else "inferred from the signature",
+        "contract_from": chosen.contract_from,
+        "level": chosen.level,
         "device": device,
         "devices": list(devices.expand(device)),
         "cuda_available": torch.cuda.is_available(),
@@ -213,7 +217,7 @@ def format_header(header):
         f"simacc check {header['impl']}",
         f"  file:      {header['file'] or '(none)'}",
         f"  version:   {header['version'] or '(none)'}",
-        f"  contract:  {header['contract']} ({header['contract_from']})",
+        f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}",
         f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
         f"  profile:   {header['profile']}, {header['max_examples']} examples per property, seed {seed}",
         f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
@@ -264,7 +268,7 @@ def _pytest_args(header, package_dir, scratch, workers, select):
         str(package_dir), *_config_args(package_dir, scratch),
         "-p", "simacc.plugin", "-p", "simacc.check", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
         "--assert=plain", "-q", "--no-header", "-rN",
-        "--impl", header["impl"], "--contract", header["contract"], "--device", header["device"],
+        "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"], "--device", header["device"],
         "--hypothesis-profile", header["profile"], "--max-examples", str(header["max_examples"]),
         "--simacc-timeout", str(header["timeout_s"]), "--repro-dir", header["repro_dir"], "-n", workers,
     ]
@@ -285,7 +289,7 @@ def _replay(result, header, rootdir):
     if not result.nodeid:
         return None
     command = ["python", "-m", "pytest", str(rootdir / result.nodeid), "-p", "simacc.plugin",
-               "--impl", header["impl"], "--contract", header["contract"]]
+               "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"]]
     if header["seed"] is not None:
         command += ["--hypothesis-seed", str(header["seed"])]
     return shlex.join(command)
@@ -492,7 +496,7 @@ def _tail(path, lines=30):
     return "\n".join(text[-lines:])
 
 
-def run_check(impl_spec=None, *, contract=None, device=None, profile=None, max_examples=None, seed=None,
+def run_check(impl_spec=None, *, contract=None, level=None, device=None, profile=None, max_examples=None, seed=None,
               workers=None, timeout=None, xfails=None, repro_dir=None, select=None, quiet=False):
     """Check ``impl_spec`` against the property suite and return the :class:`~simacc.verdict.Verdict`.
 
@@ -504,7 +508,7 @@ def run_check(impl_spec=None, *, contract=None, device=None, profile=None, max_e
     global state it changes).
     """
     with _ONE_AT_A_TIME, _restored():
-        header = _settings(impl_spec, contract, device, profile, max_examples, seed, timeout, xfails, repro_dir)
+        header = _settings(impl_spec, contract, level, device, profile, max_examples, seed, timeout, xfails, repro_dir)
         try:
             workers = argtypes.workers(str(workers)) if workers is not None else "auto"
         except argparse.ArgumentTypeError as e:

@@ -132,6 +132,8 @@ class Runner:
                 f"{self.impl.spec} did not return within {self.timeout:g} s on {device} "
                 f"(the per-call time limit) [{case.summary()}]"
             ) from None
+        except KeyboardInterrupt:
+            raise  # Ctrl-C stops the run; it is not the implementation's result
         except BaseException as e:  # noqa: BLE001 - reported, never swallowed
             returned, error = None, e
         return Outcome(returned, error, args, rng_before, torch.get_rng_state(), case, device)
