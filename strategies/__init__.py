@@ -1,6 +1,8 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
 
 from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, roots
+from strategies.functional import SPARE as FUNCTIONAL_SPARE
+from strategies.functional import functional_cases
 from strategies.kernel import kernel_cases
 from strategies.scalars import (
     MAX_SPEC_STEPS,
@@ -18,6 +20,7 @@ from strategies.scalars import (
 from strategies.tensors import arbitrary_int32, fill, int_tensors, layouts, token_dtypes
 
 __all__ = [
+    "FUNCTIONAL_SPARE",
     "MAX_SPEC_STEPS",
     "ROOT_LAYOUTS",
     "acc_lens",
@@ -30,6 +33,7 @@ __all__ = [
     "dflash_cases",
     "eagle_cases",
     "fill",
+    "functional_cases",
     "int_tensors",
     "kernel_cases",
     "layouts",
