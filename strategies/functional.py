@@ -6,7 +6,8 @@ for every new shape (tens of milliseconds an op, about a second for a whole call
 busy cores), so drawn shapes would spend the run compiling, and a jitted port recompiles
 per shape too. Everything else is drawn freely: roots (sglang's ``i * D``, or permuted and
 spaced into ``SPARE`` extra slots), contents, the mask, the length, method, mode and seed.
-Tensors are contiguous: JAX arrays have no strides, and DLPack shares contiguous buffers.
+Tensors are contiguous int32 (the mask bool): JAX arrays have no strides, DLPack shares
+contiguous buffers, and JAX holds tokens as int32 anyway (x64 off).
 """
 
 import functools

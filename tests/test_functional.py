@@ -144,8 +144,13 @@ def test_functional_cases_shrink_toward_an_empty_batch_then_one_valid_request_in
 
 
 def test_cases_carry_the_checks_fixed_token_id():
+    @settings(max_examples=5, database=None)
+    @given(case=sx.functional_cases())
+    def carries_32(case):
+        assert case.fixed_token_id == 32
+
     with functional.checking_fixed_token_id(32):
-        assert minimal(sx.functional_cases()).fixed_token_id == 32
+        carries_32()
 
 
 # -- the zoo's port in sglang-jax's convention --------------------------------------------

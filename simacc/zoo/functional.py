@@ -58,9 +58,12 @@ def _written(predict, index, tokens):
 
 
 def _simulate(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id, *, real):
-    """``(index, predict, lens)`` for a drawn ``L``."""
-    tokens = (candidates, target_predict) if real else (None, None)  # unread in fixed mode: one compilation less
-    return _arrays(accept_index, predict, *tokens, valid_mask, length, fixed_token_id, real=real)
+    """``(index, predict, lens)`` for a drawn ``L``, one for the call or one per row. Every
+    call hands over one length per row and no tokens in fixed mode, so that the entries
+    share a compilation per shape."""
+    lengths = np.broadcast_to(np.asarray(length, np.int32), valid_mask.shape)
+    tokens = (candidates, target_predict) if real else (None, None)
+    return _arrays(accept_index, predict, *tokens, valid_mask, lengths, fixed_token_id, real=real)
 
 
 @jaxbridge.jit(static_argnames="real")
@@ -109,7 +112,7 @@ def functional_draws_per_row(*, accept_index, predict, candidates, target_predic
     width = spec_steps + 1
     _check(rng, candidates, width, simulate_acc_token_mode)
     keys = jax.random.split(rng, valid_mask.shape[0])
-    length = jnp.array([_length(k, simulate_acc_len, simulate_acc_method, width) for k in keys], jnp.int32)
+    length = [_length(key, simulate_acc_len, simulate_acc_method, width) for key in keys]
     return _simulate(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id,
                      real=simulate_acc_token_mode == REAL)
 
@@ -241,17 +244,16 @@ def functional_default_key(*, accept_index, predict, candidates, target_predict,
 def functional_reads_past_the_candidates(*, accept_index, predict, candidates, target_predict, valid_mask,
                                          spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
                                          fixed_token_id, rng):
-    """Skips the column check: JAX clamps the out-of-range gathers, so narrow candidates give garbage silently."""
+    """Skips the column check: its gathers clamp (JAX's default), so narrow candidates repeat their last column."""
     width = spec_steps + 1
     if rng is None:
         raise ValueError("rng must be a jax.random key, got None")
     length = _length(rng, simulate_acc_len, simulate_acc_method, width)
-    index = _index(accept_index, valid_mask, length)
-    if simulate_acc_token_mode != REAL:
-        return index, jnp.full_like(predict, fixed_token_id), _lens(valid_mask, length)
-    cols = jnp.arange(width)
-    tokens = jnp.where(cols == length - 1, target_predict[:, cols], candidates[:, cols + 1])
-    return index, _written(predict, index, tokens), _lens(valid_mask, length)
+    if simulate_acc_token_mode == REAL:
+        clamped = ((0, 0), (0, max(0, width - candidates.shape[1])))  # what an out-of-range gather reads
+        candidates, target_predict = (jnp.pad(t, clamped, mode="edge") for t in (candidates, target_predict))
+    return _simulate(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id,
+                     real=simulate_acc_token_mode == REAL)
 
 
 @register("sampling", "functional_match_expected_length_has_the_documented_distribution", requires=JAX)
