@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.contracts("functional"),
 
 RUNS = 300
 EXACT_RUNS = 30
-BS = 3  # the strategies' (3, W, W) shape, with W = MAX_LEN: its code is compiled already
+BS = 4  # the strategies' (4, W, W) shape, with W = MAX_LEN: its code is compiled already
 MATCH_EXPECTED_LENGTHS = [0.4, 2.0, 2.25, 6.5]
 MULTINOMIAL_LENGTHS = [0.4, 2.0, 6.5]
 

@@ -214,17 +214,20 @@ def functional_writes_its_input_through_dlpack(*, accept_index, predict, candida
     return index, predict, lens
 
 
+_OWN_KEY = []  # the module-level key of functional_keeps_its_own_key, made on its first call
+
+
 @register("sampling", "functional_same_key_gives_identical_outputs", requires=JAX)
-def functional_ignores_the_key(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
-                               simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id, rng):
-    """Draws L from NumPy's global generator, ignoring the key it was given."""
+def functional_keeps_its_own_key(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
+                                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id,
+                                 rng):
+    """Draws L from a module-level key it splits on every call, ignoring the key it was given."""
     width = spec_steps + 1
     _check(rng, candidates, width, simulate_acc_token_mode)
-    clamped = max(1.0, min(float(width), simulate_acc_len))
-    if simulate_acc_method == "multinomial":
-        length = int(np.rint(np.clip(simulate_acc_len + np.random.normal(), 1, width)))
-    else:
-        length = math.floor(clamped) + int(np.random.random() < clamped - math.floor(clamped))
+    state = _OWN_KEY.pop() if _OWN_KEY else jax.random.PRNGKey(0)
+    state, key = jax.random.split(state)
+    _OWN_KEY.append(state)
+    length = _length(key, simulate_acc_len, simulate_acc_method, width)
     return _simulate(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id,
                      real=simulate_acc_token_mode == REAL)
 
