@@ -28,6 +28,16 @@ def one_device(value):
     return value
 
 
+def fixed_token_id(value):
+    """A token id for fixed mode to write (``--fixed-token-id``)."""
+    from simacc import functional
+
+    try:
+        return functional.parse_fixed_token_id(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def positive_number(unit):
     """A ``type=`` for a number of ``unit`` (seconds, minutes) that must be > 0."""
 

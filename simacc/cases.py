@@ -14,7 +14,7 @@ import torch
 from simacc.sampling import sample_simulated_acc_len
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
-DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
+DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "bool": torch.bool}
 _PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
 
 
@@ -204,5 +204,40 @@ class KernelCase(_Case):
         return self.num_accept_tokens
 
 
-CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase, KernelCase)}
-CONTRACT_CASES = {"eagle": EagleCase, "legacy": EagleCase, "dflash": DflashCase, "kernel": KernelCase}
+@dataclass(frozen=True, eq=False, repr=False)
+class FunctionalCase(_Case):
+    """Arguments of the functional contract (:mod:`simacc.functional`): ``seed`` is passed as
+    ``rng`` (the call style makes it a JAX key), or None when ``omitted`` names ``rng``."""
+
+    accept_index: TensorArg
+    predict: TensorArg
+    candidates: TensorArg | None
+    target_predict: TensorArg | None
+    valid_mask: TensorArg
+    spec_steps: int
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    fixed_token_id: int
+    seed: int
+    omitted: tuple = ()  # ("rng",): the call passes rng=None
+
+    def args(self, device):
+        return {**super().args(device), "rng": None if "rng" in self.omitted else self.seed}
+
+    @property
+    def max_len(self):
+        return self.spec_steps + 1
+
+    @property
+    def bs(self):
+        return self.accept_index.values.shape[0]
+
+    @property
+    def root_values(self):
+        return self.accept_index.values[:, :1]
+
+
+CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase, KernelCase, FunctionalCase)}
+CONTRACT_CASES = {"eagle": EagleCase, "legacy": EagleCase, "dflash": DflashCase, "kernel": KernelCase,
+                  "functional": FunctionalCase}

@@ -86,6 +86,9 @@ def register(subparsers):
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL; "
                    "default: the reference of --contract, else of eagle)")
     p.add_argument("--contract", choices=CONTRACTS, help="force the contract instead of inferring it from the signature")
+    p.add_argument("--fixed-token-id", type=argtypes.fixed_token_id, metavar="N",
+                   help="the id fixed mode must write where the contract takes it as an argument "
+                   "(functional; default 100, sglang-jax uses 32; env SIMACC_FIXED_TOKEN_ID)")
     p.add_argument("--level", choices=LEVELS, help="exact (default): L must be the documented draw from torch's CPU "
                    "generator; semantic: for ports that draw L their own way (each call held to the L its outputs "
                    "show, the distribution of L tested; generator-exact properties not applicable)")
@@ -111,7 +114,8 @@ def run(args):
         if args.json is not None and not args.json.resolve().parent.is_dir():
             raise UsageError(f"--json {args.json}: no such folder {args.json.parent}")
         result = run_check(
-            args.impl, contract=args.contract, level=args.level, device=args.device, profile=args.profile,
+            args.impl, contract=args.contract, level=args.level, fixed_token_id=args.fixed_token_id,
+            device=args.device, profile=args.profile,
             max_examples=args.max_examples, seed=args.seed, workers=args.workers, timeout=args.timeout,
             xfails=args.xfails, repro_dir=args.repro_dir, select=args.select, quiet=args.quiet,
         )
@@ -149,14 +153,15 @@ def write_json(result, path):
         raise
 
 
-def _settings(impl_spec, contract, level, device, profile, max_examples, seed, timeout, xfails, repro_dir):
+def _settings(impl_spec, contract, level, fixed_token_id, device, profile, max_examples, seed, timeout, xfails,
+              repro_dir):
     """Resolve every choice (options, then ``SIMACC_*``, then defaults) and validate it."""
     import hypothesis
     import torch
     from hypothesis import settings
 
     import simacc
-    from simacc import devices, impl, plugin, profiles
+    from simacc import devices, functional, impl, plugin, profiles
     from simacc.observe import DEFAULT_TIMEOUT
 
     contract = contract or env.get("CONTRACT")
@@ -179,6 +184,11 @@ def _settings(impl_spec, contract, level, device, profile, max_examples, seed, t
         timeout = argtypes.positive_seconds(timeout or env.get("TIMEOUT") or DEFAULT_TIMEOUT)
     except argparse.ArgumentTypeError as e:
         raise UsageError(f"SIMACC_TIMEOUT {e}") from None
+    if fixed_token_id is None:
+        try:
+            fixed_token_id = functional.fixed_token_id()
+        except ValueError as e:
+            raise UsageError(f"SIMACC_FIXED_TOKEN_ID: {e}") from None
     xfails = xfails or env.get("XFAILS")
     if xfails:
         try:
@@ -193,6 +203,7 @@ def _settings(impl_spec, contract, level, device, profile, max_examples, seed, t
         "contract": chosen.contract,
         "contract_from": chosen.contract_from,
         "level": chosen.level,
+        "fixed_token_id": fixed_token_id,
         "device": device,
         "devices": list(devices.expand(device)),
         "cuda_available": torch.cuda.is_available(),
@@ -217,7 +228,8 @@ def format_header(header):
         f"simacc check {header['impl']}",
         f"  file:      {header['file'] or '(none)'}",
         f"  version:   {header['version'] or '(none)'}",
-        f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}",
+        f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}"
+        + (f"; fixed token id {header['fixed_token_id']}" if header["contract"] == "functional" else ""),
         f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
         f"  profile:   {header['profile']}, {header['max_examples']} examples per property, seed {seed}",
         f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
@@ -268,7 +280,8 @@ def _pytest_args(header, package_dir, scratch, workers, select):
         str(package_dir), *_config_args(package_dir, scratch),
         "-p", "simacc.plugin", "-p", "simacc.check", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
         "--assert=plain", "-q", "--no-header", "-rN",
-        "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"], "--device", header["device"],
+        "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"],
+        "--fixed-token-id", str(header["fixed_token_id"]), "--device", header["device"],
         "--hypothesis-profile", header["profile"], "--max-examples", str(header["max_examples"]),
         "--simacc-timeout", str(header["timeout_s"]), "--repro-dir", header["repro_dir"], "-n", workers,
     ]
@@ -496,8 +509,9 @@ def _tail(path, lines=30):
     return "\n".join(text[-lines:])
 
 
-def run_check(impl_spec=None, *, contract=None, level=None, device=None, profile=None, max_examples=None, seed=None,
-              workers=None, timeout=None, xfails=None, repro_dir=None, select=None, quiet=False):
+def run_check(impl_spec=None, *, contract=None, level=None, fixed_token_id=None, device=None, profile=None,
+              max_examples=None, seed=None, workers=None, timeout=None, xfails=None, repro_dir=None, select=None,
+              quiet=False):
     """Check ``impl_spec`` against the property suite and return the :class:`~simacc.verdict.Verdict`.
 
     Prints the header (stdout) and the progress (stderr) unless ``quiet``. ``select``
@@ -508,7 +522,8 @@ def run_check(impl_spec=None, *, contract=None, level=None, device=None, profile
     global state it changes).
     """
     with _ONE_AT_A_TIME, _restored():
-        header = _settings(impl_spec, contract, level, device, profile, max_examples, seed, timeout, xfails, repro_dir)
+        header = _settings(impl_spec, contract, level, fixed_token_id, device, profile, max_examples, seed, timeout,
+                           xfails, repro_dir)
         try:
             workers = argtypes.workers(str(workers)) if workers is not None else "auto"
         except argparse.ArgumentTypeError as e:

@@ -12,6 +12,7 @@ VARIABLES = {
     "SIMACC_XFAILS": "file of expected failures (as --xfails)",
     "SIMACC_REPRO_DIR": "where repro files are written (as --repro-dir)",
     "SIMACC_REGRESSIONS": "folder of promoted regression cases (default properties/regressions)",
+    "SIMACC_FIXED_TOKEN_ID": "the id the functional contract's fixed mode must write (as --fixed-token-id; default 100)",
 }
 
 

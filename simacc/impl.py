@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-CONTRACTS = ("eagle", "legacy", "dflash", "kernel")
+CONTRACTS = ("eagle", "legacy", "dflash", "kernel", "functional")
 EAGLE_PARAMS = (
     "accept_index",
     "predict",
@@ -49,11 +49,25 @@ KERNEL_PARAMS = (
     "num_accept_tokens",
     "real_tokens",
 )
+FUNCTIONAL_PARAMS = (  # SPEC.md, "A functional port", with the settings as arguments (simacc.functional)
+    "accept_index",
+    "predict",
+    "candidates",
+    "target_predict",
+    "valid_mask",
+    "spec_steps",
+    "simulate_acc_len",
+    "simulate_acc_method",
+    "simulate_acc_token_mode",
+    "fixed_token_id",
+    "rng",
+)
 REFERENCES = {
     "eagle": "simacc:generate_simulated_accept_index",
     "legacy": "simacc:legacy_generate_simulated_accept_index",
     "dflash": "simacc:apply_dflash_simulated_acceptance",
     "kernel": "simacc:simulated_accept",
+    "functional": "simacc.functional:simulated_acceptance",
 }
 LEVELS = ("exact", "semantic")
 INFERRED, FORWARDED, FORCED = (
@@ -72,8 +86,9 @@ class Implementation:
     """A callable plus how to call it.
 
     ``style`` is how arguments are passed: ``keywords``, ``positional`` (the current
-    order), ``legacy`` (``... bs, spec_steps, simulate_acc_len, simulate_acc_method``) or
-    ``oldest`` (``... simulate_acc_len, bs, spec_steps``, no method).
+    order), ``legacy`` (``... bs, spec_steps, simulate_acc_len, simulate_acc_method``),
+    ``oldest`` (``... simulate_acc_len, bs, spec_steps``, no method) or ``jax`` (keywords,
+    as JAX arrays and a key, the results converted back: :mod:`simacc.jaxbridge`).
     """
 
     spec: str
@@ -115,6 +130,10 @@ class Implementation:
         positional styles)."""
         if self.style == "keywords":
             return self.fn(**kwargs)
+        if self.style == "jax":
+            from simacc import jaxbridge
+
+            return jaxbridge.call(self.fn, kwargs)
         if self.style == "positional":
             names = EAGLE_PARAMS
         elif self.style == "oldest":
@@ -208,7 +227,7 @@ def infer_style(fn, contract=None):
     if params is None:
         if contract is None:
             raise ImplError("cannot read the callable's signature; pass --contract")
-        return contract, "legacy" if contract == "legacy" else "keywords"
+        return contract, {"legacy": "legacy", "functional": "jax"}.get(contract, "keywords")
     names = [p.name for p in params]
     by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -216,6 +235,8 @@ def infer_style(fn, contract=None):
     fits = {}
     if set(KERNEL_PARAMS) <= by_keyword:
         fits["kernel"] = "keywords"
+    if set(FUNCTIONAL_PARAMS) <= by_keyword:
+        fits["functional"] = "jax"
     if set(DFLASH_PARAMS) <= by_keyword:
         fits["dflash"] = "keywords"
     if set(EAGLE_PARAMS) <= by_keyword:
@@ -230,7 +251,8 @@ def infer_style(fn, contract=None):
     elif contract == "legacy" and (len(positional) >= 6 or varargs):
         fits["legacy"] = "legacy"
     if forwards_keywords(fn) and not fits:  # a `def f(**kwargs)` wrapper: every keyword contract fits
-        fits = {"eagle": "keywords"} if contract is None else {contract: "keywords"} if contract != "legacy" else {}
+        style = "jax" if contract == "functional" else "keywords"
+        fits = {"eagle": "keywords"} if contract is None else {contract: style} if contract != "legacy" else {}
     if contract is not None:
         if contract not in fits:
             raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract!r}")
@@ -248,7 +270,7 @@ def forwards_keywords(fn):
     """Whether ``fn`` takes ``**kwargs`` and no named parameter of any contract (a wrapper
     that forwards keywords, the way every sglang call site passes them)."""
     params = _parameters(fn) or []
-    named = {p.name for p in params} & set(EAGLE_PARAMS + DFLASH_PARAMS + KERNEL_PARAMS)
+    named = {p.name for p in params} & set(EAGLE_PARAMS + DFLASH_PARAMS + KERNEL_PARAMS + FUNCTIONAL_PARAMS)
     return any(p.kind == p.VAR_KEYWORD for p in params) and not named
 
 
@@ -265,6 +287,8 @@ def load(spec, contract=None, level="exact"):
     except ImplError as e:
         raise ImplError(f"IMPL {spec!r}: {e}") from None
     how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
+    if chosen == "functional":
+        level = "semantic"  # a port in another array library draws L with its own randomness
     return Implementation(spec, fn, chosen, style, source, version, how, level)
 
 

@@ -33,6 +33,7 @@ class Result:
     seconds: float
     message: str = ""
     case: str | None = None
+    size: str = ""  # the failing case's size: "bs=1 W=2" (or "B=" for a DFLASH block)
 
 
 def run(implementation, device, *, select=None, settings=None, seed=None, timeout=DEFAULT_TIMEOUT):
@@ -83,9 +84,9 @@ def run_one(prop, name, params, contracts, implementation, device, settings, see
         except pytest.skip.Exception as e:
             return Result(name, device, SKIPPED, None, time.perf_counter() - start, str(e))
         except (Exception, ImplementationHung) as e:  # noqa: BLE001 - a failing property is the result
-            case = runner.last[0].summary() if runner.last else None
+            case = runner.last[0] if runner.last else None
             return Result(name, device, FAIL, sum(counts) if counts else None, time.perf_counter() - start,
-                          _message(e), case)
+                          _message(e), case and case.summary(), case and _size(case))
     return Result(name, device, PASS, sum(counts) if counts else None, time.perf_counter() - start)
 
 
@@ -98,6 +99,12 @@ def _rewrapped(test, settings, seed):
     if settings is not None:
         wrapped = settings(wrapped)
     return hypothesis.seed(seed)(wrapped) if seed is not None else wrapped
+
+
+def _size(case):
+    from simacc.cases import DflashCase
+
+    return f"bs={case.bs} {'B' if isinstance(case, DflashCase) else 'W'}={case.max_len}"
 
 
 def _message(error):

@@ -19,7 +19,6 @@ examples-to-failure counts are honest.
 
 import multiprocessing
 import os
-import re
 import statistics
 import sys
 import time
@@ -35,13 +34,15 @@ NOTHING_RAN = 5  # pytest's "no tests ran": nothing checked is never success
 @dataclass
 class Run:
     """One check of one entry under one seed: the property ids that failed and, for the
-    property that failed soonest, its examples to the failure and its shrunk case."""
+    property that failed soonest, its examples to the failure, its shrunk case and that
+    case's size."""
 
     seed: int | None
     failed: list
     examples: int | None
     case: str | None
     seconds: float
+    size: str = ""
 
 
 @dataclass
@@ -65,8 +66,7 @@ class Row:
     @property
     def shrunk(self):
         """The size of the first run's smallest counterexample: ``bs`` and ``W`` (or ``B``)."""
-        case = next((r.case for r in self.runs if r.case), None)
-        return case_size(case) if case else ""
+        return next((r.size for r in self.runs if r.size), "")
 
 
 @dataclass
@@ -89,16 +89,6 @@ class Zoo:
                 {**asdict(r), "median_examples": r.median_examples, "shrunk": r.shrunk} for r in self.rows
             ],
         }
-
-
-def case_size(summary):
-    """``"bs=1 W=2"`` from an EagleCase summary, ``"bs=1 B=2"`` from a DflashCase one."""
-    bs = re.search(r"\bbs=(\d+)", summary)
-    steps = re.search(r"\bspec_steps=(\d+)", summary)
-    if bs and steps:
-        return f"bs={bs[1]} W={int(steps[1]) + 1}"
-    block = re.search(r"out_tokens=Tensor\[size=\((\d+), (\d+)\)", summary)
-    return f"bs={block[1]} B={block[2]}" if block else ""
 
 
 def _devices(entry, selection):
@@ -133,6 +123,7 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
         examples=first.examples if first else None,
         case=first.case if first else None,
         seconds=round(time.perf_counter() - start, 2),
+        size=first.size if first else "",
     )
 
 
@@ -206,14 +197,14 @@ def render(zoo):
     """The kill table, then notes on expected killers that missed, then a summary."""
     rows = zoo.rows
     name_w = max(len("implementation"), *(len(r.name) for r in rows))
-    lines = [f"{'implementation':<{name_w}}  {'contract':<8}  {'verdict':<8}  {'examples':>8}  "
+    lines = [f"{'implementation':<{name_w}}  {'contract':<10}  {'verdict':<8}  {'examples':>8}  "
              f"{'shrunk':<10}  bug / killed by"]
     for r in rows:
         examples = "-" if r.median_examples is None else f"{r.median_examples:g}"
-        lines.append(f"{r.name:<{name_w}}  {r.contract:<8}  {r.verdict:<8}  {examples:>8}  {r.shrunk:<10}  {r.bug}")
+        lines.append(f"{r.name:<{name_w}}  {r.contract:<10}  {r.verdict:<8}  {examples:>8}  {r.shrunk:<10}  {r.bug}")
         if r.killed_by:
             label = "FAILED" if r.verdict == REJECTED else "killed by"
-            lines.append(f"{'':<{name_w + 44}}{label}: {', '.join(r.killed_by)}")
+            lines.append(f"{'':<{name_w + 46}}{label}: {', '.join(r.killed_by)}")
     notes = [f"note: {r.name}: expected killer(s) {', '.join(r.missed)} did not fail in every seed"
              for r in rows if r.missed and r.verdict == KILLED]
     counts = {v: sum(r.verdict == v for r in rows) for v in (KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN)}

@@ -31,6 +31,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("simacc", "simulated-acceptance conformance")
     group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
     group.addoption("--contract", default=None, choices=CONTRACTS, help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
+    group.addoption("--fixed-token-id", default=None, type=argtypes.fixed_token_id, help="the id fixed mode must write where the contract takes it as an argument (functional; default 100, sglang-jax uses 32; env SIMACC_FIXED_TOKEN_ID)")
     group.addoption("--level", default=None, choices=LEVELS, help="exact (default): L is the documented draw from torch's CPU generator; semantic: for ports that draw L their own way, each call is held to the L its outputs show and the distribution of L is tested (env SIMACC_LEVEL)")
     group.addoption("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
     group.addoption("--simacc-timeout", default=None, type=argtypes.positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
@@ -80,15 +81,23 @@ def pytest_configure(config):
         xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
     )
-    config.stash[_UNDER_TEST] = impl.testing(selected)
-    config.stash[_UNDER_TEST].__enter__()
+    from simacc import functional
+
+    try:
+        functional.fixed_token_id()  # a bad SIMACC_FIXED_TOKEN_ID is a usage error now, not at a draw
+    except ValueError as e:
+        raise pytest.UsageError(f"SIMACC_FIXED_TOKEN_ID: {e}") from None
+    config.stash[_SELECTIONS] = [impl.testing(selected)]
+    if opt("--fixed-token-id") is not None:
+        config.stash[_SELECTIONS].append(functional.checking_fixed_token_id(opt("--fixed-token-id")))
+    for selection in config.stash[_SELECTIONS]:
+        selection.__enter__()
 
 
 def pytest_unconfigure(config):
-    # A session run inside another (simacc check from a test) gives the selection back.
-    under_test = config.stash.get(_UNDER_TEST, None)
-    if under_test is not None:
-        under_test.__exit__(None, None, None)
+    # A session run inside another (simacc check from a test) gives the selections back.
+    for selection in reversed(config.stash.get(_SELECTIONS, [])):
+        selection.__exit__(None, None, None)
 
 
 def _load_profile(name, max_examples):
@@ -119,7 +128,7 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
-_UNDER_TEST = pytest.StashKey[object]()
+_SELECTIONS = pytest.StashKey[list]()  # context managers entered at configure, left at unconfigure
 
 
 def state(config):
@@ -277,6 +286,12 @@ def impl(request):
         yield runner
 
 
+def _fixed_token_id():
+    from simacc import functional
+
+    return functional.fixed_token_id()
+
+
 def pytest_report_header(config):
     import hypothesis
     import torch
@@ -294,7 +309,7 @@ def pytest_report_header(config):
     seed = seed or ("fixed (derandomized)" if profile.derandomize else "random")
     lines = [
         f"simacc: implementation {under_test}",
-        f"simacc: level {st.level}; devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
+        f"simacc: level {st.level}; fixed token id {_fixed_token_id()}; devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
         f"{torch.cuda.device_count()} device(s)); "
         f"profile {settings.get_current_profile_name()!r} (max_examples={profile.max_examples}, "
         f"derandomize={profile.derandomize}); seed {seed}; "

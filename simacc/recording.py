@@ -47,7 +47,7 @@ def _record(item, call, report, runner):
         prop = _property(item)
         if prop is None:
             return
-        record = reprofile.Repro(prop, runner.impl.contract, runner.impl.spec, device, message, case)
+        record = reprofile.Repro(prop, runner.impl.contract, runner.impl.spec, device, message, case, runner.impl.level)
         path = reprofile.save(record, plugin.state(item.config).repro_dir)
     except (OSError, reprofile.ReproError) as e:
         report.sections.append(("simacc repro", f"case: {case.summary()}\nno repro file: {e}"))

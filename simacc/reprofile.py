@@ -23,7 +23,7 @@ import torch
 from simacc import devices
 from simacc.cases import CASE_TYPES, CONTRACT_CASES, DTYPES, LAYOUTS, TensorArg
 from simacc.catalogue import Property, find_property
-from simacc.impl import CONTRACTS
+from simacc.impl import CONTRACTS, LEVELS
 
 SCHEMA = "simacc-repro/1"
 MAX_BYTES = 256 * 2**20
@@ -31,6 +31,7 @@ MAX_ELEMENTS = 10**7  # over all tensors of a case; the generated ones are far s
 MAX_NDIM = 4
 MAX_MESSAGE = 4000
 KEYS = ("schema", "property", "module", "contract", "impl", "device", "message", "case")
+OPTIONAL_KEYS = {"level": "exact"}  # later additions: a file without them reads as before
 TENSOR_KEYS = ("dtype", "shape", "layout", "values")
 NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1)}
@@ -52,6 +53,7 @@ class Repro:
     device: str
     message: str
     case: object
+    level: str = "exact"  # the conformance level the failure was found at (issue #11)
 
     def applies_to(self, contract):
         """Whether an implementation of ``contract`` can be asked this case: the property
@@ -118,6 +120,7 @@ def dumps(record):
         "impl": record.impl,
         "device": record.device,
         "message": record.message[:MAX_MESSAGE],
+        "level": record.level,
     }
     return _render([(k, json.dumps(v)) for k, v in top.items()] + [("case", case_text)], 0) + "\n"
 
@@ -214,7 +217,10 @@ def _decode_tensor(obj, name, budget):
     if not isinstance(values, list) or len(values) != numel:
         count = len(values) if isinstance(values, list) else type(values).__name__
         raise ReproError(f"{what} has shape {shape} but {count} values")
-    if dtype in _INT_RANGE:
+    if dtype == torch.bool:
+        if not all(type(v) is bool for v in values):
+            raise ReproError(f"{what} is bool but holds a value other than true or false")
+    elif dtype in _INT_RANGE:
         lo, hi = _INT_RANGE[dtype]
         if not all(map(_is_int, values)):
             raise ReproError(f"{what} is {obj['dtype']} but holds a non-integer value")
@@ -311,7 +317,11 @@ def parse(text):
         raise ReproError("not a repro file: no 'schema' field")
     if doc["schema"] != SCHEMA:
         raise ReproError(f"schema {doc['schema']!r} is not supported (this simacc reads {SCHEMA!r})"[:300])
-    _exact_keys(doc, KEYS, "the file")
+    doc = {**OPTIONAL_KEYS, **doc}
+    _exact_keys(doc, (*KEYS, *OPTIONAL_KEYS), "the file")
+    level = _string(doc, "level")
+    if level not in LEVELS:
+        raise ReproError(f"unknown level {level[:80]!r} (expected one of {LEVELS})")
     pid = _string(doc, "property")
     if not _ID.fullmatch(pid):
         raise ReproError(f"property id {pid[:80]!r} is not a valid id")
@@ -334,7 +344,7 @@ def parse(text):
         raise ReproError(str(e)) from None
     if contract not in prop.contracts:
         raise ReproError(f"property {pid!r} does not apply to contract {contract!r}")
-    return Repro(prop, contract, impl, device, message, case)
+    return Repro(prop, contract, impl, device, message, case, level)
 
 
 def load(path):

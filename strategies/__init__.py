@@ -1,6 +1,8 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
 
 from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, kernel_cases, roots
+from strategies.functional import SPARE as FUNCTIONAL_SPARE
+from strategies.functional import functional_cases
 from strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
@@ -25,6 +27,7 @@ from strategies.tensors import (
 )
 
 __all__ = [
+    "FUNCTIONAL_SPARE",
     "MAX_SPEC_STEPS",
     "ROOT_LAYOUTS",
     "acc_lens",
@@ -38,6 +41,7 @@ __all__ = [
     "dflash_cases",
     "eagle_cases",
     "fill",
+    "functional_cases",
     "int_tensors",
     "kernel_cases",
     "layout_codes",

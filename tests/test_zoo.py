@@ -73,8 +73,8 @@ def test_each_reference_is_accepted_at_the_semantic_level(contract):
     assert not failed, failed
 
 
-def run(seed, failed, examples=None, case=None):
-    return mutants.Run(seed, failed, examples, case, 0.0)
+def run(seed, failed, examples=None, size=""):
+    return mutants.Run(seed, failed, examples, None, 0.0, size)
 
 
 def test_a_mutant_that_survives_one_seed_fails_the_zoo():
@@ -90,11 +90,15 @@ def test_a_correct_implementation_that_fails_anything_is_rejected():
 
 
 def test_the_row_gives_the_median_examples_and_the_shrunk_size():
-    case = "EagleCase(accept_index=Tensor[size=(2, 3), dtype=int32], bs=2, spec_steps=2, seed=0)"
     row = mutants.judge(zoo.MUTANTS["pads_with_zero"], "eagle",
-                        [run(s, ["index_rows_are_root_plus_range_then_minus_one"], n, case) for s, n in ((1, 4), (2, 9), (3, 1))])
+                        [run(s, ["index_rows_are_root_plus_range_then_minus_one"], n, "bs=2 W=3") for s, n in ((1, 4), (2, 9), (3, 1))])
     assert (row.verdict, row.median_examples, row.shrunk) == (mutants.KILLED, 4, "bs=2 W=3")
-    assert mutants.case_size("DflashCase(out_tokens=Tensor[size=(1, 4), dtype=int64], seed=0)") == "bs=1 B=4"
+
+
+def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
+    result = inprocess.run(impl.load(zoo.MUTANTS["dflash_counts_swapped"].spec), "cpu",
+                           select={"dflash_counts_are_length_minus_one_and_length"}, settings=KILLING)
+    assert [r.size for r in result] == ["bs=1 B=1"]
 
 
 def test_an_unknown_entry_is_a_usage_error(capsys):

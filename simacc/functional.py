@@ -1,0 +1,133 @@
+"""The functional contract (issue #11; SPEC.md, "A functional port: sglang-jax" and "Semantic
+conformance"): what a port that returns new arrays must do, with the per-call settings as
+arguments so that a check can vary them from one example to the next.
+
+    simulated_acceptance(*, accept_index, predict, candidates, target_predict, valid_mask,
+                         spec_steps, simulate_acc_len, simulate_acc_method,
+                         simulate_acc_token_mode, fixed_token_id, rng) -> (index, predict, lens)
+
+JAX arrays in and out (:mod:`simacc.jaxbridge` converts the cases): ``accept_index``
+``(bs, W)`` int32 with ``W = spec_steps + 1``, ``predict`` ``(P,)`` int32, ``candidates``
+and ``target_predict`` ``(bs, D)`` (None allowed in fixed mode), ``valid_mask`` ``(bs,)``
+bool, ``rng`` a ``jax.random`` key. Nothing is written; the results are new arrays:
+
+* one ``L`` per call, drawn with ``rng``, in ``[1, W]``, distributed as SPEC.md says for the
+  method. Which ``L`` a key gives is the port's business (any RNG), so it is checked through
+  what the outputs show and, over many keys, through its distribution;
+* ``index`` ``(bs, W)`` int32: valid row ``i`` is ``accept_index[i, 0] + 0..L-1`` then -1, a
+  masked row all -1; ``lens`` ``(bs,)`` int32: ``L`` for a valid row (the bonus counted,
+  as sglang-jax counts it), 0 for a masked one;
+* ``predict``, same shape and dtype: fixed mode fills every element with ``fixed_token_id``
+  (as sglang's fixed mode does); real mode (``real-draft-token``) writes
+  ``candidates[i, 1:L]`` then the bonus ``target_predict[i, L-1]`` at valid row ``i``'s
+  accepted slots, every other element (masked rows' slots included) keeping its value;
+* ``rng=None`` is a ``ValueError``, and so is a real-mode call whose ``candidates`` has
+  fewer than ``W`` columns.
+
+Unlike sglang-jax's ``apply_simulated_acceptance``, the length, method, mode and fixed id are
+arguments, not a module config read at import (a harness varies them per example); there
+is no ``accept_lens`` (sglang-jax only hands it back when simulation is off, ``x <= 0``,
+which is outside this contract: ``simulate_acc_len`` is > 0) and no ``topk`` (real mode is
+for chains, ``topk == 1``: a glue passes 1).
+
+The fixed id that a check asks for is a setting of the check (``--fixed-token-id``), kept
+here: 100 as in sglang, 32 for sglang-jax.
+"""
+
+import contextlib
+import math
+
+from simacc import checks, env, jaxbridge
+from simacc.jaxbridge import jax, jnp
+from simacc.sampling import METHODS
+
+REAL = "real-draft-token"
+DEFAULT_FIXED_TOKEN_ID = 100
+MAX_TOKEN_ID = 2**31 - 1  # predict is int32
+
+_FIXED_TOKEN_IDS = []  # a stack, like simacc.impl.testing: a session or a test pushes its own
+
+
+def parse_fixed_token_id(text):
+    """A fixed token id from an option or variable; ``ValueError`` in one line if it is not
+    a whole number that fits in ``predict`` (int32, not negative)."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"the fixed token id must be a whole number, got {text!r}") from None
+    if not 0 <= value <= MAX_TOKEN_ID:
+        raise ValueError(f"the fixed token id must be in [0, {MAX_TOKEN_ID}] (predict is int32), got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def checking_fixed_token_id(token_id):
+    """Make ``token_id`` the id that checks ask for while inside (``--fixed-token-id``)."""
+    _FIXED_TOKEN_IDS.append(parse_fixed_token_id(token_id))
+    try:
+        yield
+    finally:
+        _FIXED_TOKEN_IDS.pop()
+
+
+def fixed_token_id():
+    """The id fixed mode must write in this check: the innermost
+    :func:`checking_fixed_token_id`, else ``SIMACC_FIXED_TOKEN_ID``, else 100. Read when a
+    case is drawn, after the session has chosen."""
+    if _FIXED_TOKEN_IDS:
+        return _FIXED_TOKEN_IDS[-1]
+    return parse_fixed_token_id(env.get("FIXED_TOKEN_ID", DEFAULT_FIXED_TOKEN_ID))
+
+
+def sample_length(rng, x, method, width):
+    """``L`` in ``[1, width]`` drawn with ``rng`` (a JAX int32 scalar): SPEC.md's
+    distributions, not its torch draws."""
+    if method == "multinomial":  # a Gaussian around x itself, not around x clamped
+        noisy = jnp.float32(x) + jax.random.normal(rng)
+        return jnp.round(jnp.clip(noisy, 1, width)).astype(jnp.int32)  # jnp.round: half to even
+    if method == "match-expected":
+        clamped = max(1.0, min(float(width), x))  # Python's min/max: NaN and inf give width
+        low = math.floor(clamped)
+        up = jax.random.uniform(rng) < clamped - low  # probability frac(clamped); never at width
+        return (low + up).astype(jnp.int32)
+    raise ValueError(f"unknown simulate_acc_method {method!r}; expected one of {METHODS}")
+
+
+def simulated_acceptance(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
+                         simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id, rng):
+    """The functional contract's reference (see the module): the checks and the draw in
+    Python, the arrays in one jitted function (:func:`simacc.jaxbridge.jit`)."""
+    width = spec_steps + 1
+    _check(candidates, target_predict, width, simulate_acc_len, simulate_acc_token_mode, rng)
+    length = sample_length(rng, simulate_acc_len, simulate_acc_method, width)
+    real = simulate_acc_token_mode == REAL
+    tokens = (candidates, target_predict) if real else (None, None)  # unread in fixed mode: one compilation less
+    return _accept(accept_index, predict, *tokens, valid_mask, length, fixed_token_id, real=real)
+
+
+@jaxbridge.jit(static_argnames="real")  # L and the fixed id are traced: they cost no recompilation
+def _accept(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id, *, real):
+    width = accept_index.shape[1]
+    cols = jnp.arange(width, dtype=jnp.int32)
+    accepted = (cols < length) & valid_mask[:, None]
+    index = jnp.where(accepted, accept_index[:, :1] + cols, -1)
+    lens = jnp.where(valid_mask, length, 0)
+    if not real:
+        return index, jnp.full_like(predict, fixed_token_id), lens
+    drafts = jnp.roll(candidates[:, :width], -1, axis=1)  # column j holds draft j + 1
+    tokens = jnp.where(cols == length - 1, target_predict[:, :width], drafts)
+    slots = jnp.where(accepted, index, predict.shape[0])  # past the end: dropped
+    return index, predict.at[slots.reshape(-1)].set(tokens.reshape(-1).astype(predict.dtype), mode="drop"), lens
+
+
+def _check(candidates, target_predict, width, x, mode, rng):
+    if rng is None:
+        raise ValueError("rng must be a jax.random key, got None")
+    checks.check_length(x)
+    checks.check_mode(mode)
+    if mode == REAL:
+        if candidates is None or target_predict is None:
+            raise ValueError("real-draft-token mode needs candidates and target_predict")
+        if min(candidates.shape[1], target_predict.shape[1]) < width:
+            raise ValueError(f"real-draft-token mode needs at least {width} candidate columns (spec_steps + 1), "
+                             f"got {candidates.shape[1]} and {target_predict.shape[1]}")
