@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from simacc import argtypes, env
+from simacc.impl import CONTRACTS, LEVELS
 
 STOP_GRACE_S = 20  # how long an interrupted round may take to stop before it is killed
 POLL_S = 2  # how often a running round's new repro files are looked at
@@ -35,7 +36,8 @@ def register(subparsers):
     p.add_argument("--minutes", type=argtypes.positive_number("minutes"), required=True, help="how long to fuzz (fractions allowed)")
     p.add_argument("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all)")
     p.add_argument("--repro-dir", default=env.get("REPRO_DIR", ".simacc/failures"), help="where repro files go (default .simacc/failures; env SIMACC_REPRO_DIR)")
-    p.add_argument("--contract", default=None, choices=("eagle", "legacy", "dflash"), help="force the contract")
+    p.add_argument("--contract", default=None, choices=CONTRACTS, help="force the contract")
+    p.add_argument("--level", default=None, choices=LEVELS, help="exact (default) or semantic, as for simacc check")
     p.add_argument("-k", dest="select", default=None, metavar="EXPR", help="only properties matching this pytest -k expression")
     p.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers per round (default: none)")
     p.set_defaults(run=run)
@@ -46,12 +48,13 @@ def _round_command(args, seed):
 
     modules = sorted(Path(properties.__file__).parent.glob("test_*.py"))
     random.Random(seed).shuffle(modules)
+    # the properties fail through simacc's helpers: no assert rewriting (it costs a second a round)
     command = [sys.executable, "-m", "pytest", "-p", "simacc.plugin", "-p", "no:cacheprovider",
-               "-q", "--tb=no", "--no-header", "-rN",
+               "-p", "no:unraisableexception", "--assert=plain", "-q", "--tb=no", "--no-header", "-rN",
                "--hypothesis-profile", "thorough", f"--hypothesis-seed={seed}",
                "--repro-dir", args.repro_dir, *map(str, modules)]
     for flag, value in (("--impl", args.impl), ("--device", args.device), ("--contract", args.contract),
-                        ("-k", args.select), ("-n", args.workers)):
+                        ("--level", args.level), ("-k", args.select), ("-n", args.workers)):
         if value:
             command += [flag, value]
     return command

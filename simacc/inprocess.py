@@ -36,11 +36,13 @@ class Result:
     size: str = ""  # the failing case's size: "bs=1 W=2" (or "B=" for a DFLASH block)
 
 
-def run(implementation, device, *, select=None, settings=None, seed=None, timeout=DEFAULT_TIMEOUT):
+def run(implementation, device, *, select=None, settings=None, seed=None, timeout=DEFAULT_TIMEOUT,
+        one_failure=False):
     """Every property that applies to ``implementation`` (or those with an id in
     ``select``), on ``device``; a list of :class:`Result`. ``settings`` (a Hypothesis
     settings object) replaces the current profile for the Hypothesis properties, and
-    ``seed`` forces their random seed."""
+    ``seed`` forces their random seed. ``one_failure`` stops a parametrized property at its
+    first failing parameter (enough to know a mutant is killed)."""
     results = []
     for prop in catalogue.every_property():
         if not prop.checks_an_implementation or (select is not None and prop.id not in select):
@@ -49,6 +51,8 @@ def run(implementation, device, *, select=None, settings=None, seed=None, timeou
             name = f"{prop.id}[{suffix}]" if suffix else prop.id
             results.append(run_one(prop, name, params, contracts or prop.contracts, implementation, device,
                                    settings, seed, timeout))
+            if one_failure and results[-1].status == FAIL:
+                break
     return results
 
 

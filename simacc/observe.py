@@ -110,12 +110,18 @@ class Runner:
         self.impl = impl
         self.timeout = timeout
         self.last = None  # (case, device) of the most recent call: what a repro records
+        self._previous_handler = None  # SIGALRM's handler before this runner installed its own
 
     def __enter__(self):
         _WATCHDOG.users += 1
+        if _can_alarm():  # installing a handler costs microseconds: once per runner, not per call
+            self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
         return self
 
     def __exit__(self, *exc):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGALRM, self._previous_handler)
+            self._previous_handler = None
         _WATCHDOG.release()
 
     def attempt(self, case, device):
@@ -163,15 +169,21 @@ class Runner:
 
     def _limited(self, fn, args):
         _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            previous = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.timeout)
-            try:
-                return fn(args)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+        if not _can_alarm():
+            return _in_thread(fn, args, self.timeout)
+        previous = signal.signal(signal.SIGALRM, _alarm) if self._previous_handler is None else None
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            return fn(args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if previous is not None:
                 signal.signal(signal.SIGALRM, previous)
-        return _in_thread(fn, args, self.timeout)
+
+
+def _can_alarm():
+    """Whether a ``SIGALRM`` timer can interrupt calls here (only in the main thread)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 def _in_thread(fn, args, timeout):

@@ -220,7 +220,9 @@ def test_a_thread_the_implementation_leaves_running_does_not_keep_the_command_al
     assert summary(done.stdout) == "CONFORMANT: 1 pass (exit 0)"
 
 
-CORRECT = [(REFERENCE, "exact"), *((e.spec, e.level) for e in zoo.CORRECT.values() if not e.unavailable())]
+# The reference and one zoo entry through the command; tests/test_zoo.py runs every correct
+# entry of the zoo on cpu:0 in-process, through the same properties.
+CORRECT = [(REFERENCE, "exact"), (zoo.CORRECT["per_row_loop"].spec, "exact")]
 
 
 @pytest.mark.parametrize("spec, level", CORRECT, ids=[spec.split(":")[1] for spec, _ in CORRECT])

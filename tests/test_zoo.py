@@ -53,7 +53,8 @@ def _needs(entry):
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
 def test_mutant_is_killed_by_each_expected_property(entry):
     device = "cuda" if entry.needs_cuda else "cpu"
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=set(entry.killers), settings=KILLING)
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=set(entry.killers),
+                            settings=KILLING, one_failure=True)
     failed = {r.id.split("[")[0] for r in results if r.status == inprocess.FAIL}
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
 
@@ -66,7 +67,9 @@ def test_correct_implementation_is_accepted(entry):
     assert any(r.status == inprocess.PASS for r in results)
 
 
-@pytest.mark.parametrize("contract", impl.CONTRACTS)
+# the level's own L oracle differs by layout: EAGLE (legacy shares it) and DFLASH; the kernel is
+# given L, and the functional contract is always semantic
+@pytest.mark.parametrize("contract", ["eagle", "dflash"])
 def test_each_reference_is_accepted_at_the_semantic_level(contract):
     results = inprocess.run(impl.reference(contract, "semantic"), "cpu", settings=ACCEPTING)
     failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
