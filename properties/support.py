@@ -13,7 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 import strategies as sx
-from simacc import impl
+from simacc import selection
 from simacc.assertions import check, check_equal
 from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.cases import EagleCase, KernelCase, TensorArg
@@ -35,7 +35,7 @@ def _eagle_cases(modes, options):
 
 @st.composite
 def _following_modes(draw, options):
-    return draw(_eagle_cases(impl.modes_under_test(), options))
+    return draw(_eagle_cases(selection.modes_under_test(), options))
 
 
 KEYWORD_OMISSIONS = (("simulate_acc_method",), ("simulate_acc_token_mode",),
@@ -49,12 +49,12 @@ def defaulted_eagle_cases(draw):
     implementation's call style can (``Implementation.omissions``), with the left-out
     arguments' values equal to the defaults; ``omitted`` is empty where nothing can be left
     out. Shrinks toward leaving out the method alone."""
-    under = impl.under_test()
+    under = selection.under_test()
     patterns = under.omissions if under is not None else KEYWORD_OMISSIONS
     if not patterns:
         return draw(eagle_cases())
     omit = draw(st.sampled_from(patterns), label="omitted")
-    modes = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else impl.modes_under_test()
+    modes = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else selection.modes_under_test()
     options = (("methods", _DEFAULT_METHODS),) if "simulate_acc_method" in omit else ()
     return dataclasses.replace(draw(_eagle_cases(modes, options)), omitted=omit)
 

@@ -22,7 +22,7 @@ import torch
 import strategies as sx
 from properties import support
 from properties.test_sampling import FALSE_ALARM, MAX_LEN, gaussian_probabilities, match_expected_probabilities
-from simacc import functional, jaxbridge
+from simacc import jaxbridge, selection
 from simacc.assertions import check
 from simacc.cases import FunctionalCase, TensorArg
 
@@ -58,7 +58,7 @@ def probe(x, method, seed, fixed_token_id):
 
 def sampled_lengths(impl, device, x, method, runs):
     """``L`` of each call (accepted slots in the first row's index), seeds ``0..runs-1``."""
-    fixed = functional.fixed_token_id()
+    fixed = selection.fixed_token_id()
     rows = [impl.run(probe(x, method, seed, fixed), device).returned[0][0] for seed in range(runs)]
     return (torch.stack(rows) != -1).sum(dim=1).tolist()
 

@@ -30,10 +30,10 @@ def one_device(value):
 
 def fixed_token_id(value):
     """A token id for fixed mode to write (``--fixed-token-id``)."""
-    from simacc import functional
+    from simacc import selection
 
     try:
-        return functional.parse_fixed_token_id(value)
+        return selection.parse_fixed_token_id(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -161,7 +161,7 @@ def _settings(impl_spec, contract, level, fixed_token_id, device, profile, max_e
     from hypothesis import settings
 
     import simacc
-    from simacc import devices, functional, impl, plugin, profiles
+    from simacc import devices, impl, plugin, profiles, selection
     from simacc.observe import DEFAULT_TIMEOUT
 
     contract = contract or env.get("CONTRACT")
@@ -186,7 +186,7 @@ def _settings(impl_spec, contract, level, fixed_token_id, device, profile, max_e
         raise UsageError(f"SIMACC_TIMEOUT {e}") from None
     if fixed_token_id is None:
         try:
-            fixed_token_id = functional.fixed_token_id()
+            fixed_token_id = selection.fixed_token_id()
         except ValueError as e:
             raise UsageError(f"SIMACC_FIXED_TOKEN_ID: {e}") from None
     xfails = xfails or env.get("XFAILS")

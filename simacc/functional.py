@@ -30,55 +30,17 @@ is no ``accept_lens`` (sglang-jax only hands it back when simulation is off, ``x
 which is outside this contract: ``simulate_acc_len`` is > 0) and no ``topk`` (real mode is
 for chains, ``topk == 1``: a glue passes 1).
 
-The fixed id that a check asks for is a setting of the check (``--fixed-token-id``), kept
-here: 100 as in sglang, 32 for sglang-jax.
+The fixed id that a check asks for is a setting of the check (``--fixed-token-id``:
+:func:`simacc.selection.fixed_token_id`): 100 as in sglang, 32 for sglang-jax.
 """
 
-import contextlib
 import math
 
-from simacc import checks, env, jaxbridge
+from simacc import checks, jaxbridge
 from simacc.jaxbridge import jax, jnp
 from simacc.sampling import METHODS
 
 REAL = "real-draft-token"
-DEFAULT_FIXED_TOKEN_ID = 100
-MAX_TOKEN_ID = 2**31 - 1  # predict is int32
-
-_FIXED_TOKEN_IDS = []  # a stack, like simacc.impl.testing: a session or a test pushes its own
-
-
-def parse_fixed_token_id(text):
-    """A fixed token id from an option or variable; ``ValueError`` in one line if it is not
-    a whole number that fits in ``predict`` (int32, not negative)."""
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"the fixed token id must be a whole number, got {text!r}") from None
-    if not 0 <= value <= MAX_TOKEN_ID:
-        raise ValueError(f"the fixed token id must be in [0, {MAX_TOKEN_ID}] (predict is int32), got {text!r}")
-    return value
-
-
-@contextlib.contextmanager
-def checking_fixed_token_id(token_id):
-    """Make ``token_id`` the id that checks ask for while inside (``--fixed-token-id``)."""
-    _FIXED_TOKEN_IDS.append(parse_fixed_token_id(token_id))
-    try:
-        yield
-    finally:
-        _FIXED_TOKEN_IDS.pop()
-
-
-def fixed_token_id():
-    """The id fixed mode must write in this check: the innermost
-    :func:`checking_fixed_token_id`, else ``SIMACC_FIXED_TOKEN_ID``, else 100. Read when a
-    case is drawn, after the session has chosen."""
-    if _FIXED_TOKEN_IDS:
-        return _FIXED_TOKEN_IDS[-1]
-    return parse_fixed_token_id(env.get("FIXED_TOKEN_ID", DEFAULT_FIXED_TOKEN_ID))
-
-
 def sample_length(rng, x, method, width):
     """``L`` in ``[1, width]`` drawn with ``rng`` (a JAX int32 scalar): SPEC.md's
     distributions, not its torch draws."""

@@ -5,7 +5,6 @@ contract its signature follows, and calling it the same way whatever that signat
 with it is an :class:`ImplError` whose message is one line, raised before any test runs.
 """
 
-import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -295,28 +294,3 @@ def load(spec, contract=None, level="exact"):
 def reference(contract, level="exact"):
     """The built-in reference for ``contract``."""
     return load(REFERENCES[contract], contract, level)
-
-
-_UNDER_TEST = []  # a stack: a session run inside another (or the zoo's engine) pushes its own
-
-
-@contextlib.contextmanager
-def testing(implementation):
-    """Make ``implementation`` (None: the references) the one under test while inside."""
-    _UNDER_TEST.append(implementation)
-    try:
-        yield implementation
-    finally:
-        _UNDER_TEST.pop()
-
-
-def under_test():
-    """The implementation under test (None: each property's reference): what case
-    strategies read when they draw, after the session has chosen."""
-    return _UNDER_TEST[-1] if _UNDER_TEST else None
-
-
-def modes_under_test():
-    """The token modes the implementation under test can be asked for (both by default)."""
-    current = under_test()
-    return current.modes if current is not None else ("fixed", "real-draft-token")

@@ -7,14 +7,13 @@ where starting a pytest process per implementation cost more than the properties
 themselves. Here each property's test function is called directly, the way pytest would
 call it: a Hypothesis property under the given settings (so the CI zoo can skip shrinking),
 a parametrized one once per parameter, with the implementation under test swapped in
-through :func:`simacc.impl.testing` and a fresh :class:`~simacc.observe.Runner`.
+through :func:`simacc.selection.testing` and a fresh :class:`~simacc.observe.Runner`.
 """
 
 import time
 from dataclasses import dataclass
 
-from simacc import catalogue, devices
-from simacc import impl as impls
+from simacc import catalogue, devices, selection
 from simacc.observe import DEFAULT_TIMEOUT, ImplementationHung, Runner
 
 PASS, FAIL, SKIPPED, NOT_APPLICABLE = "pass", "FAIL", "skipped", "not applicable"
@@ -78,7 +77,7 @@ def run_one(prop, name, params, contracts, implementation, device, settings, see
         test = _rewrapped(test, settings, seed)
     counts = []
     start = time.perf_counter()
-    with impls.testing(implementation), Runner(implementation, timeout) as runner:
+    with selection.testing(implementation), Runner(implementation, timeout) as runner:
         try:
             # Hypothesis's own report (the falsifying example) is not wanted here: the result says it
             with with_reporter(lambda text: None), collector.with_value(

@@ -81,23 +81,23 @@ def pytest_configure(config):
         xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
     )
-    from simacc import functional
+    from simacc import selection
 
     try:
-        functional.fixed_token_id()  # a bad SIMACC_FIXED_TOKEN_ID is a usage error now, not at a draw
+        selection.fixed_token_id()  # a bad SIMACC_FIXED_TOKEN_ID is a usage error now, not at a draw
     except ValueError as e:
         raise pytest.UsageError(f"SIMACC_FIXED_TOKEN_ID: {e}") from None
-    config.stash[_SELECTIONS] = [impl.testing(selected)]
+    config.stash[_SELECTIONS] = [selection.testing(selected)]
     if opt("--fixed-token-id") is not None:
-        config.stash[_SELECTIONS].append(functional.checking_fixed_token_id(opt("--fixed-token-id")))
-    for selection in config.stash[_SELECTIONS]:
-        selection.__enter__()
+        config.stash[_SELECTIONS].append(selection.checking_fixed_token_id(opt("--fixed-token-id")))
+    for chosen in config.stash[_SELECTIONS]:
+        chosen.__enter__()
 
 
 def pytest_unconfigure(config):
     # A session run inside another (simacc check from a test) gives the selections back.
-    for selection in reversed(config.stash.get(_SELECTIONS, [])):
-        selection.__exit__(None, None, None)
+    for chosen in reversed(config.stash.get(_SELECTIONS, [])):
+        chosen.__exit__(None, None, None)
 
 
 def _load_profile(name, max_examples):
@@ -287,9 +287,9 @@ def impl(request):
 
 
 def _fixed_token_id():
-    from simacc import functional
+    from simacc import selection
 
-    return functional.fixed_token_id()
+    return selection.fixed_token_id()
 
 
 def pytest_report_header(config):

@@ -16,7 +16,7 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc import functional
+from simacc import selection
 from simacc.cases import FunctionalCase, TensorArg
 from strategies import scalars as sc
 from strategies import tensors as tn
@@ -101,6 +101,6 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns):
         simulate_acc_len=draw(_acc_lens(width), label="simulate_acc_len"),
         simulate_acc_method=draw(_METHODS, label="method"),
         simulate_acc_token_mode=mode,
-        fixed_token_id=functional.fixed_token_id(),
+        fixed_token_id=selection.fixed_token_id(),
         seed=draw(_SEEDS, label="seed"),
     )

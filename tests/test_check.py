@@ -23,7 +23,7 @@ import pytest
 import torch
 from hypothesis import core, settings
 
-from simacc import catalogue, check, cli, impl, verdict, zoo
+from simacc import catalogue, check, cli, impl, selection, verdict, zoo
 
 EAGLE = ", ".join(impl.EAGLE_PARAMS)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
@@ -189,14 +189,14 @@ def test_ctrl_c_stops_the_check_with_exit_130_even_when_the_implementation_swall
 
 def test_a_check_leaves_this_process_as_it_found_it(workdir, capsys):
     before = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
-              signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), impl.modes_under_test())
+              signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), selection.modes_under_test())
     rng = torch.get_rng_state()
     profile = "thorough" if before[0] != "thorough" else "ci"
     code, _, _ = run(capsys, "simacc:legacy_generate_simulated_accept_index", "--hypothesis-profile", profile,
                      properties=(INDEX,))
     assert code == 0
     after = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
-             signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), impl.modes_under_test())
+             signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), selection.modes_under_test())
     assert after == before and torch.equal(torch.get_rng_state(), rng)
 
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import find, given, settings
 
 import strategies as sx
-from simacc import functional, impl, jaxbridge
+from simacc import impl, jaxbridge, selection
 from strategies.functional import SHAPES
 
 needs_jax = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))
@@ -92,12 +92,12 @@ def test_a_result_that_is_not_three_arrays_is_a_one_line_type_error():
 
 def test_the_fixed_token_id_is_the_checks_then_the_variables_then_100(monkeypatch):
     monkeypatch.delenv("SIMACC_FIXED_TOKEN_ID", raising=False)
-    assert functional.fixed_token_id() == 100
+    assert selection.fixed_token_id() == 100
     monkeypatch.setenv("SIMACC_FIXED_TOKEN_ID", "7")
-    assert functional.fixed_token_id() == 7
-    with functional.checking_fixed_token_id(32):
-        assert functional.fixed_token_id() == 32
-    assert functional.fixed_token_id() == 7
+    assert selection.fixed_token_id() == 7
+    with selection.checking_fixed_token_id(32):
+        assert selection.fixed_token_id() == 32
+    assert selection.fixed_token_id() == 7
 
 
 @pytest.mark.parametrize("text, fragment", [("abc", "must be a whole number, got 'abc'"),
@@ -105,7 +105,7 @@ def test_the_fixed_token_id_is_the_checks_then_the_variables_then_100(monkeypatc
                                             (str(2**31), "must be in [0, 2147483647]")])
 def test_a_bad_fixed_token_id_is_a_one_line_value_error(text, fragment):
     with pytest.raises(ValueError) as raised:
-        functional.parse_fixed_token_id(text)
+        selection.parse_fixed_token_id(text)
     assert fragment in str(raised.value) and "\n" not in str(raised.value)
 
 
@@ -149,7 +149,7 @@ def test_cases_carry_the_checks_fixed_token_id():
     def carries_32(case):
         assert case.fixed_token_id == 32
 
-    with functional.checking_fixed_token_id(32):
+    with selection.checking_fixed_token_id(32):
         carries_32()
 
 

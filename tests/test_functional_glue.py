@@ -12,7 +12,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from properties import test_functional_sampling as sampling
-from simacc import functional, impl, inprocess, jaxbridge
+from simacc import impl, inprocess, jaxbridge, selection
 from simacc.observe import Runner
 from simacc.zoo import sglang_jax, sglang_jax_clamped
 
@@ -56,7 +56,7 @@ def test_the_readme_glue_is_a_functional_impl(glued):
 
 
 def test_the_glued_port_passes_every_property_with_fixed_token_id_32(glued):
-    with functional.checking_fixed_token_id(sglang_jax.FIXED_TOKEN_ID):
+    with selection.checking_fixed_token_id(sglang_jax.FIXED_TOKEN_ID):
         results = inprocess.run(glued(sglang_jax), "cpu", settings=ACCEPTING)
     applicable = [r for r in results if r.status != inprocess.NOT_APPLICABLE]
     failed = [f"{r.id}: {r.status} {r.message} [{r.case}]" for r in applicable if r.status != inprocess.PASS]
@@ -71,5 +71,5 @@ def test_without_fixed_token_id_32_the_glued_port_fails_fixed_mode(glued):
 
 def test_the_glued_clamped_mean_port_fails_the_multinomial_distribution_above_the_width(glued):
     port = glued(sglang_jax_clamped)
-    with impl.testing(port), Runner(port) as runner, pytest.raises(AssertionError, match="multinomial L counts"):
+    with selection.testing(port), Runner(port) as runner, pytest.raises(AssertionError, match="multinomial L counts"):
         sampling.test_functional_multinomial_length_has_the_documented_distribution(impl=runner, device="cpu", x=6.5)
