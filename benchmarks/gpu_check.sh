@@ -14,7 +14,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 logs=${OUT:-/tmp/simacc-gpu-check}
 mkdir -p "$logs"
 py=${PYTHON:-python3}
-workers=${SIMACC_GPU_CHECK_WORKERS:-8}
+workers=${SIMACC_GPU_CHECK_WORKERS:-6}
 failed=0
 
 # part NAME SUMMARY-COMMAND -- COMMAND...: run COMMAND (log in $logs/NAME.log), then print
@@ -34,12 +34,19 @@ last() { grep -v '^\s*$' | tail -n 1; }
 
 part catalogue last -- env CI=true "$py" -m pytest properties -q -p no:cacheprovider -n "$workers" --device all -rfE
 
-for impl in simacc:generate_simulated_accept_index simacc:legacy_generate_simulated_accept_index \
-            simacc:apply_dflash_simulated_acceptance $("$py" -c 'from simacc import zoo; print(" ".join(e.spec for e in zoo.CORRECT.values()))'); do
-  part "check-${impl##*:}" last -- "$py" -m simacc.cli check "$impl" --device cuda -n "$workers" -q
+# every torch reference and correct zoo entry (the JAX ones run on the CPU), at its level
+checked=$("$py" -c 'from simacc import zoo
+from simacc.harness import impl
+specs = [(spec, "exact") for spec in impl.REFERENCES.values() if not spec.startswith("simacc.contract.functional")]
+specs += [(e.spec, e.level) for e in zoo.CORRECT.values() if "jax" not in e.requires]
+print(" ".join(f"{spec}@{level}" for spec, level in specs))')
+for entry in $checked; do  # the references with the default profile (timed: issue #9), the zoo with fewer examples
+  impl=${entry%@*} level=${entry#*@}
+  examples=$([ "${impl%%:*}" = simacc ] || echo "--max-examples 20")
+  part "check-${impl##*:}" last -- "$py" -m simacc check "$impl" --device cuda --level "$level" -n "$workers" -q $examples
 done
 
-part cuda-mutants last -- "$py" -m simacc.cli mutants --device cuda -n "$workers" \
+part cuda-mutants last -- "$py" -m simacc mutants --device cuda -n "$workers" \
   $("$py" -c 'from simacc import zoo; print(" ".join(f"--only {e.name}" for e in zoo.MUTANTS.values() if e.needs_cuda))')
 
 part latency "grep 'median ratio'" -- "$py" benchmarks/latency.py --device cuda --repeats 500

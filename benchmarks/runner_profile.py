@@ -16,8 +16,8 @@ import pstats
 import time
 
 from properties import support
-from simacc import impl
-from simacc.observe import Runner
+from simacc.harness import impl
+from simacc.harness.runner import Runner
 
 
 def main(argv=None):

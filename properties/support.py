@@ -13,10 +13,10 @@ import torch
 from hypothesis import strategies as st
 
 import strategies as sx
-from simacc import selection
-from simacc.assertions import check, check_equal
-from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.cases import EagleCase, KernelCase, TensorArg
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.harness import selection
+from simacc.harness.assertions import check, check_equal
+from simacc.harness.cases import EagleCase, KernelCase, TensorArg
 
 FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
 

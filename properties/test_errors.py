@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import simacc as sa
 import strategies as sx
 from properties import support
-from simacc.assertions import check
+from simacc.harness.assertions import check
 
 pytestmark = pytest.mark.contracts("eagle", "legacy")
 

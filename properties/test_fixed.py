@@ -8,7 +8,7 @@ from hypothesis import given
 import simacc as sa
 import strategies as sx
 from properties import support
-from simacc.assertions import check, check_equal
+from simacc.harness.assertions import check, check_equal
 
 pytestmark = pytest.mark.contracts("eagle", "legacy")
 

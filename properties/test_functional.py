@@ -1,11 +1,11 @@
-"""The functional contract (issue #11, :mod:`simacc.functional`; SPEC.md, "A functional port:
+"""The functional contract (issue #11, :mod:`simacc.contract.functional`; SPEC.md, "A functional port:
 sglang-jax" and "Semantic conformance"): a port that returns ``(index, predict, lens)`` as
 new arrays and draws ``L`` with its own key.
 
 The level is semantic: which ``L`` a key gives is the port's business, so each call is
 checked against the ``L`` its own outputs show (``lens`` of the valid rows), and the
 distribution of ``L`` over many keys is checked in ``test_functional_sampling.py``. The
-results come back as torch tensors (:mod:`simacc.jaxbridge`); the fixed id asked for is the
+results come back as torch tensors (:mod:`simacc.contract.jaxbridge`); the fixed id asked for is the
 check's ``--fixed-token-id``, carried by each case.
 """
 
@@ -17,8 +17,8 @@ from hypothesis import given
 
 import strategies as sx
 from properties import support
-from simacc import jaxbridge
-from simacc.assertions import check, check_equal
+from simacc.contract import jaxbridge
+from simacc.harness.assertions import check, check_equal
 
 pytestmark = [pytest.mark.contracts("functional"),
               pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))]

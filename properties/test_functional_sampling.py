@@ -21,10 +21,16 @@ import torch
 
 import strategies as sx
 from properties import support
-from properties.test_sampling import FALSE_ALARM, MAX_LEN, gaussian_probabilities, match_expected_probabilities
-from simacc import jaxbridge, selection
-from simacc.assertions import check
-from simacc.cases import FunctionalCase, TensorArg
+from properties.test_sampling import (
+    FALSE_ALARM,
+    MAX_LEN,
+    gaussian_probabilities,
+    match_expected_probabilities,
+)
+from simacc.contract import jaxbridge
+from simacc.harness import selection
+from simacc.harness.assertions import check
+from simacc.harness.cases import FunctionalCase, TensorArg
 
 pytestmark = [pytest.mark.contracts("functional"),
               pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))]

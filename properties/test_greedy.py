@@ -9,7 +9,7 @@ from hypothesis import given
 
 import simacc as sa
 import strategies as sx
-from simacc.assertions import check_equal
+from simacc.harness.assertions import check_equal
 
 pytestmark = pytest.mark.contracts("eagle")
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 
 from properties import support
-from simacc.assertions import check, check_equal
+from simacc.harness.assertions import check, check_equal
 
 pytestmark = pytest.mark.contracts("eagle", "legacy")
 

@@ -15,8 +15,8 @@ from hypothesis import given
 
 import strategies as sx
 from properties import support
-from simacc.assertions import check, check_equal
-from simacc.cases import KernelCase, TensorArg
+from simacc.harness.assertions import check, check_equal
+from simacc.harness.cases import KernelCase, TensorArg
 
 pytestmark = pytest.mark.contracts("kernel")
 

@@ -9,8 +9,9 @@ applies to (else *not applicable*), and against that contract's reference by def
 
 import pytest
 
-from simacc import devices, reprofile
-from simacc.impl import CONTRACTS
+from simacc.harness import devices
+from simacc.harness import repro_files as reprofile
+from simacc.harness.impl import CONTRACTS
 
 
 def _corpus():

@@ -5,7 +5,7 @@ from hypothesis import given
 
 import strategies as sx
 from properties import support
-from simacc.assertions import check_equal
+from simacc.harness.assertions import check_equal
 
 pytestmark = pytest.mark.contracts("eagle")
 

@@ -1,9 +1,12 @@
 """simacc: a property-based verification harness for simulated acceptance in speculative
 decoding. The contract it checks is SPEC.md; this package holds its reference."""
 
-from simacc.caller import SimulationSettings, check_token_mode, target_predict_for
-from simacc.checks import TOKEN_MODES
-from simacc.reference import (
+from simacc.contract.caller import (
+    SimulationSettings,
+    check_token_mode,
+    target_predict_for,
+)
+from simacc.contract.reference import (
     FIXED_TOKEN_ID,
     apply_dflash_simulated_acceptance,
     generate_simulated_accept_index,
@@ -11,7 +14,8 @@ from simacc.reference import (
     simulated_accept,
     verify_chain_greedy,
 )
-from simacc.sampling import METHODS, sample_simulated_acc_len
+from simacc.contract.sampling import METHODS, sample_simulated_acc_len
+from simacc.contract.validation import TOKEN_MODES
 
 __version__ = "0.1.0"
 

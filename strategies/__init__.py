@@ -1,6 +1,13 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
 
-from strategies.cases import ROOT_LAYOUTS, chain_cases, dflash_cases, eagle_cases, kernel_cases, roots
+from strategies.cases import (
+    ROOT_LAYOUTS,
+    chain_cases,
+    dflash_cases,
+    eagle_cases,
+    kernel_cases,
+    roots,
+)
 from strategies.functional import SPARE as FUNCTIONAL_SPARE
 from strategies.functional import functional_cases
 from strategies.scalars import (

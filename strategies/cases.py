@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.cases import DflashCase, EagleCase, KernelCase, TensorArg
+from simacc.harness.cases import DflashCase, EagleCase, KernelCase, TensorArg
 from strategies import scalars as sc
 from strategies import tensors as tn
 

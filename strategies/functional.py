@@ -1,4 +1,4 @@
-"""Cases for the functional contract (issue #11, :mod:`simacc.functional`): verify states like
+"""Cases for the functional contract (issue #11, :mod:`simacc.contract.functional`): verify states like
 the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
 
 Shapes come from a short menu (``SHAPES``), not from ranges: an eager JAX op compiles once
@@ -16,8 +16,8 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc import selection
-from simacc.cases import FunctionalCase, TensorArg
+from simacc.harness import selection
+from simacc.harness.cases import FunctionalCase, TensorArg
 from strategies import scalars as sc
 from strategies import tensors as tn
 

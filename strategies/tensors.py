@@ -14,7 +14,7 @@ import functools
 import torch
 from hypothesis import strategies as st
 
-from simacc.cases import LAYOUTS, TensorArg
+from simacc.harness.cases import LAYOUTS, TensorArg
 from strategies.scalars import seeds
 
 _TOKEN_DTYPES = st.sampled_from((torch.int64, torch.int32))

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import simacc as sa
+from simacc.contract import validation
 
 
 def test_settings_default_to_off_match_expected_and_fixed():
@@ -123,7 +124,7 @@ def test_real_mode_without_target_predict_needs_matching_logits(logits, bs, draf
 
 
 def _accepts_trees(mode, topk):
-    sa.checks.check_mode(mode)
+    validation.check_mode(mode)
 
 
 def _vague(mode, topk):

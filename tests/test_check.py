@@ -23,7 +23,9 @@ import pytest
 import torch
 from hypothesis import core, settings
 
-from simacc import catalogue, check, cli, impl, selection, verdict, zoo
+from simacc import zoo
+from simacc.commands import check, cli, verdict
+from simacc.harness import catalogue, impl, selection
 
 EAGLE = ", ".join(impl.EAGLE_PARAMS)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
@@ -138,7 +140,7 @@ def test_a_buggy_file_fails_the_right_property_and_the_json_says_so(workdir, cap
     assert "num_correct_drafts[0]=" in out and "NOT CONFORMANT" in out
     assert [p.name for p in (workdir / "out").iterdir()] == ["verdict.json"]  # no temporary file left
     data = json.loads((workdir / "out" / "verdict.json").read_text())
-    assert (data["schema"], data["verdict"], data["exit_code"]) == ("simacc.check/1", "not conformant", 1)
+    assert (data["schema"], data["verdict"], data["exit_code"]) == ("simacc.commands.check/1", "not conformant", 1)
     assert data["header"]["impl"] == spec and data["header"]["file"] == str(workdir / "candidate.py")
     by_id = {r["id"]: r for r in data["results"]}
     assert by_id[INDEX]["status"] == "pass" and by_id[INDEX]["examples"] == 5
@@ -213,7 +215,7 @@ def test_a_thread_the_implementation_leaves_running_does_not_keep_the_command_al
     # a real process: only a process's exit waits for non-daemon threads
     leave = "threading.Thread(target=time.sleep, args=(600,), name='left-behind').start()\n"
     spec = impl_file(workdir, leave + REFERENCE_CALL + "return out\n", preamble="import threading\n")
-    command = [sys.executable, "-m", "simacc.cli", "check", spec, "--device", "cpu", "--max-examples", "2",
+    command = [sys.executable, "-m", "simacc", "check", spec, "--device", "cpu", "--max-examples", "2",
                "--seed", "0", "-n", "0", "-q", "--property", INDEX]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,8 @@ import torch
 from hypothesis import find, given, settings
 
 import strategies as sx
-from simacc import impl, jaxbridge, selection
+from simacc.contract import jaxbridge
+from simacc.harness import impl, selection
 from strategies.functional import SHAPES
 
 needs_jax = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))

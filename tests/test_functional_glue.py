@@ -12,8 +12,9 @@ import pytest
 from hypothesis import Phase, settings
 
 from properties import test_functional_sampling as sampling
-from simacc import impl, inprocess, jaxbridge, selection
-from simacc.observe import Runner
+from simacc.contract import jaxbridge
+from simacc.harness import impl, inprocess, selection
+from simacc.harness.runner import Runner
 from simacc.zoo import sglang_jax, sglang_jax_clamped
 
 pytestmark = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))

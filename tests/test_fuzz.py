@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from simacc import cli, fuzz, reprofile
+from simacc.commands import cli, fuzz
+from simacc.harness import repro_files as reprofile
 
 BUGGY = '''
 import simacc as sa
@@ -30,7 +31,7 @@ def counts_the_bonus(accept_index, predict, num_correct_drafts, candidates, targ
 
 def _fuzz(*args, cwd):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    return subprocess.Popen([sys.executable, "-m", "simacc.cli", "fuzz", *args], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "simacc", "fuzz", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -45,7 +46,7 @@ def test_fuzz_writes_a_repro_file_for_a_planted_bug_and_keeps_it_on_ctrl_c(tmp_p
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1, out
     assert "interrupted after" in out and f"new failure: found{os.sep}num_correct_drafts_is_length_minus_one-cpu-" in out
-    assert "simacc/fuzz.py" not in out  # no traceback of our own
+    assert "simacc/commands/fuzz.py" not in out  # no traceback of our own
     (found,) = (tmp_path / "found").glob("*.json")
     assert reprofile.load(found).property.id == "num_correct_drafts_is_length_minus_one"
     assert f"replay one with: simacc repro found{os.sep}{found.name}" in out

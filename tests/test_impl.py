@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from simacc import impl
+from simacc.harness import impl
 
 EAGLE = ", ".join(impl.EAGLE_PARAMS)
 

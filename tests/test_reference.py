@@ -13,9 +13,9 @@ import math
 
 import pytest
 import torch
+from literals import assert_tensor, i32, meta, set_, via
 
 import simacc as sa
-from literals import assert_tensor, i32, meta, set_, via
 
 
 def chain(bs, drafts, dtype=torch.int64):

@@ -10,9 +10,9 @@ import math
 
 import pytest
 import torch
+from literals import assert_tensor, i32, i64, meta, set_, via
 
 import simacc as sa
-from literals import assert_tensor, i32, i64, meta, set_, via
 
 
 def dflash_kwargs(bs, block, x, mode, token_dtype=torch.int64):

@@ -23,8 +23,10 @@ import pytest
 import torch
 from hypothesis import settings
 
-from simacc import catalogue, cli, reprofile
-from simacc.cases import DflashCase, EagleCase, TensorArg
+from simacc.commands import cli
+from simacc.harness import catalogue
+from simacc.harness import repro_files as reprofile
+from simacc.harness.cases import DflashCase, EagleCase, TensorArg
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import simacc as sa
 import strategies as sx
-from simacc.cases import LAYOUTS, TensorArg
+from simacc.harness.cases import LAYOUTS, TensorArg
 
 
 def minimal(strategy, fails=lambda value: True):

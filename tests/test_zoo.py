@@ -1,7 +1,7 @@
 """The suite can fail (issue #6): every property rejects at least one mutant of the zoo, and
 the correct alternative implementations are accepted.
 
-The zoo runs in this process through :mod:`simacc.inprocess` (issue #10): one pytest
+The zoo runs in this process through :mod:`simacc.harness.inprocess` (issue #10): one pytest
 process for the whole zoo instead of one per entry. Each mutant goes through only the
 properties that should kill it, in the derandomized ``ci`` settings without shrinking (a
 kill needs no minimal case), so every kill is deterministic; the correct implementations go
@@ -12,7 +12,9 @@ not report, issue #9).
 import pytest
 from hypothesis import Phase, settings
 
-from simacc import catalogue, impl, inprocess, mutants, zoo
+from simacc import zoo
+from simacc.commands import mutants
+from simacc.harness import catalogue, impl, inprocess
 
 # Properties no mutant can fail, and why.
 NOT_MUTANT_KILLABLE = {
@@ -105,7 +107,7 @@ def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
 
 
 def test_an_unknown_entry_is_a_usage_error(capsys):
-    from simacc import cli
+    from simacc.commands import cli
 
     assert cli.main(["mutants", "--only", "no_such_mutant"]) == 2
     assert "no zoo entry named no_such_mutant" in capsys.readouterr().err

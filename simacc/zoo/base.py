@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.sampling import sample_simulated_acc_len
 
 FIXED = 100
 REAL = "real-draft-token"
@@ -34,7 +34,7 @@ class Entry:
 
     def unavailable(self):
         """Why this entry cannot run here (one line), or None."""
-        from simacc import devices
+        from simacc.harness import devices
 
         missing = [name for name in self.requires if importlib.util.find_spec(name) is None]
         if missing:

@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.zoo.base import FIXED, REAL, register
 
 _METHODS = ("multinomial", "match-expected")

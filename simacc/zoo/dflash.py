@@ -7,7 +7,7 @@ before the draw), :func:`_sample` (no ``> 0`` check in this contract), :func:`_c
 
 import torch
 
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.zoo.base import FIXED, REAL, register
 
 

@@ -7,7 +7,7 @@ it. Everything else is the correct step from :mod:`simacc.zoo.base`.
 
 import torch
 
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.zoo import base
 from simacc.zoo.base import REAL, register
 

@@ -1,11 +1,11 @@
-"""The functional contract (issue #11, :mod:`simacc.functional`): a correct JAX implementation
+"""The functional contract (issue #11, :mod:`simacc.contract.functional`): a correct JAX implementation
 of simacc's own, mutants with one step wrong, and sglang-jax's port through the README's
 glue.
 
 Each entry is the contract's steps in order: check, draw ``L`` (a Python int, or one per row
 for the per-row mutant), then :func:`_simulate` builds ``index``, ``predict`` and ``lens``
 in one jitted function that every entry shares (one compilation per shape for the whole
-zoo, :func:`simacc.jaxbridge.jit`). A mutant gets one step wrong, around or instead of it.
+zoo, :func:`simacc.contract.jaxbridge.jit`). A mutant gets one step wrong, around or instead of it.
 JAX is imported when an entry first runs (``requires``).
 """
 
@@ -14,8 +14,8 @@ import math
 import numpy as np
 import torch
 
-from simacc import jaxbridge
-from simacc.jaxbridge import jax, jnp
+from simacc.contract import jaxbridge
+from simacc.contract.jaxbridge import jax, jnp
 from simacc.zoo import sglang_jax_clamped
 from simacc.zoo.base import register
 

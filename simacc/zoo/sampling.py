@@ -11,7 +11,7 @@ import random
 
 import torch
 
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.zoo import base
 from simacc.zoo.base import register
 

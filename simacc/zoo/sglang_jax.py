@@ -21,8 +21,8 @@ import math
 import os
 from dataclasses import dataclass
 
-from simacc import jaxbridge
-from simacc.jaxbridge import jax, jnp
+from simacc.contract import jaxbridge
+from simacc.contract.jaxbridge import jax, jnp
 
 FIXED_TOKEN_ID = 32
 REAL = "real-draft-token"

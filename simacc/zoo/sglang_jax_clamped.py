@@ -5,7 +5,7 @@ adding the noise. For ``x`` outside ``[1, W]`` that is another distribution (SPE
 the multinomial distribution property must reject.
 """
 
-from simacc.jaxbridge import jax, jnp
+from simacc.contract.jaxbridge import jax, jnp
 from simacc.zoo import sglang_jax
 from simacc.zoo.sglang_jax import Config
 

@@ -38,7 +38,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def _record(item, call, report, runner):
-    from simacc import plugin, reprofile
+    from simacc.harness import plugin
+    from simacc.harness import repro_files as reprofile
 
     case = runner.last[0]
     device = item.funcargs.get("device", runner.last[1])
@@ -65,7 +66,8 @@ def _record(item, call, report, runner):
 def _property(item):
     """The property a failing item checks (a corpus case names its own), or None for a test
     that is not a property over a case (errors as data, say): nothing a file could replay."""
-    from simacc import catalogue, reprofile
+    from simacc.harness import catalogue
+    from simacc.harness import repro_files as reprofile
 
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "regression" in params:

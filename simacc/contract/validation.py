@@ -8,7 +8,7 @@ import numbers
 
 import torch
 
-from simacc.sampling import METHODS
+from simacc.contract.sampling import METHODS
 
 TOKEN_MODES = ("fixed", "real-draft-token")
 _INTEGER_DTYPES = frozenset({torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,

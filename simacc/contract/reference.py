@@ -7,9 +7,9 @@ its arguments before it draws from the generator or writes a buffer.
 
 import torch
 
-from simacc import checks
-from simacc.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract import validation as checks
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.contract.sampling import sample_simulated_acc_len
 
 FIXED_TOKEN_ID = 100
 

@@ -1,6 +1,6 @@
 """``simacc repro``: replay a repro file's case, show where the outputs differ from the
 contract's reference, or promote the case to the regression corpus (issue #5); or clean the
-repro folder (``--prune``, ``--keep N``, :mod:`simacc.prune`; issue #14).
+repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`; issue #14).
 
 Replaying calls the property's own body with the recorded case, so a replay checks exactly
 what the suite checked. The device is an argument, not part of the case: a case found on
@@ -19,9 +19,16 @@ from pathlib import Path
 
 import torch
 
-from simacc import argtypes, devices, env
-from simacc.impl import CONTRACTS
-from simacc.reprofile import MAX_MESSAGE, ReproError, corpus_dir, dumps, load, write_atomically
+from simacc.harness import argtypes, devices, env
+from simacc.harness.impl import CONTRACTS
+from simacc.harness.repro_files import (
+    MAX_MESSAGE,
+    ReproError,
+    corpus_dir,
+    dumps,
+    load,
+    write_atomically,
+)
 
 PASSES, FAILS, UNUSABLE, NOTHING_REPLAYED = 0, 1, 2, 5  # the exit codes
 DEFAULT_DIR = ".simacc/failures"
@@ -116,7 +123,7 @@ class NotReplayed(Exception):
 def _plan(record, args):
     """The implementation and device to replay ``record`` with, and a note when falling back
     from the recorded device; :class:`NotReplayed` when it cannot be replayed here."""
-    from simacc import impl as impls
+    from simacc.harness import impl as impls
 
     try:
         chosen = impls.load(args.impl or record.impl, args.contract, record.level)
@@ -150,7 +157,7 @@ def _device(asked, recorded, fallback):
 
 
 def _replay_file(args):
-    from simacc.observe import DEFAULT_TIMEOUT, ImplementationHung, Runner
+    from simacc.harness.runner import DEFAULT_TIMEOUT, ImplementationHung, Runner
 
     try:
         record = load(args.path)
@@ -184,8 +191,8 @@ def _replay_file(args):
 
 
 def _show_differences(runner, case, device):
-    from simacc import impl as impls
-    from simacc.observe import Runner
+    from simacc.harness import impl as impls
+    from simacc.harness.runner import Runner
 
     if runner.impl.level != "exact":
         print("(checked at the semantic level: the reference would draw another L, so no element-by-element diff)")
@@ -200,7 +207,7 @@ def _show_differences(runner, case, device):
 
 
 def _clean(args):
-    from simacc import prune
+    from simacc.commands import prune
 
     named = args.repro_dir or env.get("REPRO_DIR")
     directory = Path(named or DEFAULT_DIR)
@@ -213,7 +220,7 @@ def _clean(args):
 
 def _replayer(args):
     """``replay(record) -> (exit code, reason)`` for --prune: like a replay of one file, quietly."""
-    from simacc.observe import DEFAULT_TIMEOUT, Runner
+    from simacc.harness.runner import DEFAULT_TIMEOUT, Runner
 
     def replay(record):
         try:
@@ -270,7 +277,7 @@ def _short(x):
 
 
 def differences(expected, produced):
-    """Lines saying where ``produced`` (an :class:`~simacc.observe.Outcome`) differs from
+    """Lines saying where ``produced`` (an :class:`~simacc.harness.runner.Outcome`) differs from
     ``expected``: errors, the return value, every tensor argument after the call, and the
     generator state."""
     if expected.error is not None or produced.error is not None:
@@ -297,8 +304,8 @@ def promote(record, corpus, timeout):
     """Copy ``record`` into ``corpus`` as ``<property>-<hash>.json`` once the reference passes
     it; None on success, 1 when the reference fails it too. Normalised: the file names the
     reference and cpu (a plain replay of it passes), and its message says what it caught."""
-    from simacc import impl as impls
-    from simacc.observe import Runner
+    from simacc.harness import impl as impls
+    from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)
     with Runner(reference, timeout) as runner:

@@ -1,6 +1,6 @@
 """The property catalogue as data: finding a property by id, replaying its body on a case,
 and listing every property with its parametrizations, outside pytest (what repro files, the
-regression corpus and the in-process runs of :mod:`simacc.inprocess` need).
+regression corpus and the in-process runs of :mod:`simacc.harness.inprocess` need).
 
 A property is replayable when it is a ``@given(case=...)`` test of ``impl``, ``device`` and
 ``case``: its Hypothesis-free body, ``fn.hypothesis.inner_test``, then checks exactly what
@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from dataclasses import dataclass
 
-from simacc.impl import CONTRACTS
+from simacc.harness.impl import CONTRACTS
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Property:
 
     def replay(self, runner, device, case):
         """Run the property's body on ``case``; the exception it raised, or None."""
-        from simacc.observe import ImplementationHung
+        from simacc.harness.runner import ImplementationHung
 
         try:
             self.test.hypothesis.inner_test(impl=runner, device=device, case=case)

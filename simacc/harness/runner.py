@@ -100,7 +100,7 @@ def _alarm(signum, frame):
 
 
 class Runner:
-    """Calls one :class:`~simacc.impl.Implementation` with a time limit per call.
+    """Calls one :class:`~simacc.harness.impl.Implementation` with a time limit per call.
 
     Use it as a context manager (the ``impl`` fixture does): leaving it disarms the
     watchdog once no other runner needs it.

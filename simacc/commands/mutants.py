@@ -1,7 +1,7 @@
 """``simacc mutants``: run the property suite against every implementation of the zoo
 (issue #6) and print which properties killed each mutant.
 
-Every entry and seed is one job of :mod:`simacc.inprocess` (the properties called
+Every entry and seed is one job of :mod:`simacc.harness.inprocess` (the properties called
 directly, no pytest process per entry: issue #10), several jobs at a time in worker
 processes. Entries run on ``--device`` (the CPU by default); an entry whose mistake only
 shows on CUDA runs on CUDA where it exists and is reported *not run* elsewhere. A mutant is
@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-SCHEMA = "simacc.mutants/1"
+SCHEMA = "simacc.commands.mutants/1"
 KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
 DEFAULT_WORKERS = 2
 NOTHING_RAN = 5  # pytest's "no tests ran": nothing checked is never success
@@ -94,7 +94,7 @@ class Zoo:
 def _devices(entry, selection):
     """The devices ``entry`` runs on here: its own CUDA device for a mistake that only shows
     on CUDA, else the selected ones; unavailable devices dropped."""
-    from simacc import devices
+    from simacc.harness import devices
 
     if entry.unavailable():
         return []
@@ -106,7 +106,8 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
     """One :class:`Run` of the zoo entry ``name`` on ``device`` (what a worker process does)."""
     from hypothesis import settings
 
-    from simacc import impl, inprocess, profiles, zoo  # noqa: F401 - profiles registers the profiles
+    from simacc import zoo
+    from simacc.harness import impl, inprocess, profiles  # noqa: F401 - profiles registers the profiles
 
     entry = zoo.ENTRIES[name]
     chosen = settings(settings.get_profile(profile), database=None)
@@ -149,8 +150,8 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
     import torch
     from hypothesis import settings
 
-    from simacc import impl, profiles
-    from simacc.check import UsageError
+    from simacc.commands.check import UsageError
+    from simacc.harness import impl, profiles
 
     profile = profile or settings.get_current_profile_name()
     if profile not in profiles.EXAMPLES:
@@ -218,7 +219,7 @@ def render(zoo):
 
 
 def register(subparsers):
-    from simacc.argtypes import device_choice, positive_int, workers
+    from simacc.harness.argtypes import device_choice, positive_int, workers
 
     p = subparsers.add_parser(
         "mutants",
@@ -228,7 +229,7 @@ def register(subparsers):
         "every correct implementation accepted, 1 otherwise, 2 on a usage error, 5 when no entry could "
         "run here (e.g. only CUDA entries without CUDA).",
     )
-    p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
+    p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.commands.mutants/1)")
     p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
                    help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (default: the profile's)")
@@ -247,7 +248,7 @@ def register(subparsers):
 
 def run(args):
     from simacc import zoo as zoo_module
-    from simacc.check import CheckError, UsageError, write_json
+    from simacc.commands.check import CheckError, UsageError, write_json
 
     entries = list(zoo_module.ENTRIES.values())
     if args.only:

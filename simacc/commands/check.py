@@ -9,14 +9,14 @@ test's failure and replaces. ``-n 0`` runs them here too: the quickest start, wi
 isolation. Compared with a child ``python -m pytest``, that is one process start-up (and
 torch import) less before the first property runs.
 
-This module is also a pytest plugin of its own sessions (``-p simacc.check``, loaded by the
+This module is also a pytest plugin of its own sessions (``-p simacc.commands.check``, loaded by the
 workers too): it marks the tests that never call the implementation, and ends each worker
 as soon as its reports are sent.
 
 Because the session shares this process with whoever called :func:`run_check` (a test, the
 zoo), :func:`_restored` gives back what a check changes for good, and the property modules
 are imported afresh for it (:func:`_fresh_properties`). The command ends its process once
-the verdict is out (:func:`simacc.cli.end_process`): the interpreter's teardown is slow
+the verdict is out (:func:`simacc.commands.cli.end_process`): the interpreter's teardown is slow
 with torch loaded, and would wait forever for a non-daemon thread the implementation left
 running.
 
@@ -41,9 +41,10 @@ from pathlib import Path
 
 import pytest
 
-from simacc import argtypes, env, verdict
-from simacc.impl import CONTRACTS, LEVELS, REFERENCES
-from simacc.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
+from simacc.commands import verdict
+from simacc.commands.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
+from simacc.harness import argtypes, env
+from simacc.harness.impl import CONTRACTS, LEVELS, REFERENCES
 
 USAGE, INTERRUPTED = 2, 130
 _ONE_AT_A_TIME = threading.RLock()  # see run_check; reentrant: a session may run a check inside
@@ -72,7 +73,13 @@ class CheckError(Exception):
 
 
 def register(subparsers):
-    from simacc.argtypes import DEVICE_HELP, device_choice, positive_int, positive_seconds, workers
+    from simacc.harness.argtypes import (
+        DEVICE_HELP,
+        device_choice,
+        positive_int,
+        positive_seconds,
+        workers,
+    )
 
     p = subparsers.add_parser(
         "check",
@@ -103,7 +110,7 @@ def register(subparsers):
     p.add_argument("--xfails", metavar="FILE", help="property ids expected to fail, one a line, '#' comments")
     p.add_argument("--repro-dir", metavar="DIR", help="where repro files of failures go (default .simacc/failures)")
     p.add_argument("--property", dest="select", action="append", metavar="ID", help="check only this property (repeatable)")
-    p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.commands.check/1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no header or progress, only the verdict")
     p.set_defaults(run=run, end_process=True)
 
@@ -161,8 +168,8 @@ def _settings(impl_spec, contract, level, fixed_token_id, device, profile, max_e
     from hypothesis import settings
 
     import simacc
-    from simacc import devices, impl, plugin, profiles, selection
-    from simacc.observe import DEFAULT_TIMEOUT
+    from simacc.harness import devices, impl, plugin, profiles, selection
+    from simacc.harness.runner import DEFAULT_TIMEOUT
 
     contract = contract or env.get("CONTRACT")
     if contract is not None and contract not in CONTRACTS:
@@ -240,7 +247,7 @@ def format_header(header):
 
 
 def pytest_collection_modifyitems(items):
-    """(``-p simacc.check``) Mark the tests that never call the implementation (the
+    """(``-p simacc.commands.check``) Mark the tests that never call the implementation (the
     caller's checks test simacc's own code): passing, they do not make a run "checked"."""
     for item in items:
         if "impl" not in getattr(item, "fixturenames", ()):
@@ -249,7 +256,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """In an xdist worker of a check (``-p simacc.check``), the last thing it does: end the
+    """In an xdist worker of a check (``-p simacc.commands.check``), the last thing it does: end the
     process at once. Its reports are all sent by now; the interpreter's teardown would
     only keep the check waiting, over a second with torch loaded on a busy machine, and
     forever (up to xdist's 10 s) with a non-daemon thread the implementation left behind."""
@@ -278,7 +285,7 @@ def _pytest_args(header, package_dir, scratch, workers, select):
     unraisable exceptions (a garbage collection per session), little terminal output."""
     command = [
         str(package_dir), *_config_args(package_dir, scratch),
-        "-p", "simacc.plugin", "-p", "simacc.check", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+        "-p", "simacc.harness.plugin", "-p", "simacc.commands.check", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
         "--assert=plain", "-q", "--no-header", "-rN",
         "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"],
         "--fixed-token-id", str(header["fixed_token_id"]), "--device", header["device"],
@@ -301,7 +308,7 @@ def _replay(result, header, rootdir):
         return f"simacc repro {shlex.quote(result.repro)}"
     if not result.nodeid:
         return None
-    command = ["python", "-m", "pytest", str(rootdir / result.nodeid), "-p", "simacc.plugin",
+    command = ["python", "-m", "pytest", str(rootdir / result.nodeid), "-p", "simacc.harness.plugin",
                "--impl", header["impl"], "--contract", header["contract"], "--level", header["level"]]
     if header["seed"] is not None:
         command += ["--hypothesis-seed", str(header["seed"])]
@@ -512,7 +519,7 @@ def _tail(path, lines=30):
 def run_check(impl_spec=None, *, contract=None, level=None, fixed_token_id=None, device=None, profile=None,
               max_examples=None, seed=None, workers=None, timeout=None, xfails=None, repro_dir=None, select=None,
               quiet=False):
-    """Check ``impl_spec`` against the property suite and return the :class:`~simacc.verdict.Verdict`.
+    """Check ``impl_spec`` against the property suite and return the :class:`~simacc.commands.verdict.Verdict`.
 
     Prints the header (stdout) and the progress (stderr) unless ``quiet``. ``select``
     restricts the run to these property ids. Raises :class:`UsageError` for bad arguments,
@@ -578,7 +585,7 @@ def _is_property_module(name):
 
 
 def _verdict(header, collector, exitstatus, output, select):
-    """The :class:`~simacc.verdict.Verdict` of a finished session, or the exception that
+    """The :class:`~simacc.commands.verdict.Verdict` of a finished session, or the exception that
     says why there is none."""
     if collector.interrupted:
         raise KeyboardInterrupt

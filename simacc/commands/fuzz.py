@@ -3,7 +3,7 @@
 A plain loop rather than HypoFuzz: each round is one pytest run over the property modules
 (in a shuffled order, so a short budget does not always spend itself on the first module)
 with a fresh ``--hypothesis-seed``; the recording hooks write a repro file for every
-failure. A failure found again keeps its file name (:func:`simacc.reprofile.file_name`), so
+failure. A failure found again keeps its file name (:func:`simacc.harness.repro_files.file_name`), so
 the folder already holds one file per distinct failure, and a file name the loop has not
 seen before is a new failure (issue #14). When the time is up, or on
 Ctrl-C (or SIGTERM), the running round is interrupted like a Ctrl-C in pytest and the
@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from simacc import argtypes, env
-from simacc.impl import CONTRACTS, LEVELS
+from simacc.harness import argtypes, env
+from simacc.harness.impl import CONTRACTS, LEVELS
 
 STOP_GRACE_S = 20  # how long an interrupted round may take to stop before it is killed
 POLL_S = 2  # how often a running round's new repro files are looked at
@@ -49,7 +49,7 @@ def _round_command(args, seed):
     modules = sorted(Path(properties.__file__).parent.glob("test_*.py"))
     random.Random(seed).shuffle(modules)
     # the properties fail through simacc's helpers: no assert rewriting (it costs a second a round)
-    command = [sys.executable, "-m", "pytest", "-p", "simacc.plugin", "-p", "no:cacheprovider",
+    command = [sys.executable, "-m", "pytest", "-p", "simacc.harness.plugin", "-p", "no:cacheprovider",
                "-p", "no:unraisableexception", "--assert=plain", "-q", "--tb=no", "--no-header", "-rN",
                "--hypothesis-profile", "thorough", f"--hypothesis-seed={seed}",
                "--repro-dir", args.repro_dir, *map(str, modules)]
@@ -86,7 +86,7 @@ def _interrupt(signum, frame):
 
 def run(args):
     if args.impl:  # a bad IMPL is a usage error, said once, before any round starts
-        from simacc import impl
+        from simacc.harness import impl
 
         try:
             impl.load(args.impl, args.contract)

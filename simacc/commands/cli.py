@@ -14,7 +14,7 @@ import sys
 
 import simacc
 
-SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench")  # module names under simacc/, in the order --help lists them
+SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench")  # modules of simacc.commands, in the order --help lists them
 
 
 def build_parser():
@@ -26,7 +26,7 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"simacc {simacc.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        importlib.import_module(f"simacc.{name}").register(sub)
+        importlib.import_module(f"simacc.commands.{name}").register(sub)
     return parser
 
 

@@ -6,7 +6,7 @@ arguments so that a check can vary them from one example to the next.
                          spec_steps, simulate_acc_len, simulate_acc_method,
                          simulate_acc_token_mode, fixed_token_id, rng) -> (index, predict, lens)
 
-JAX arrays in and out (:mod:`simacc.jaxbridge` converts the cases): ``accept_index``
+JAX arrays in and out (:mod:`simacc.contract.jaxbridge` converts the cases): ``accept_index``
 ``(bs, W)`` int32 with ``W = spec_steps + 1``, ``predict`` ``(P,)`` int32, ``candidates``
 and ``target_predict`` ``(bs, D)`` (None allowed in fixed mode), ``valid_mask`` ``(bs,)``
 bool, ``rng`` a ``jax.random`` key. Nothing is written; the results are new arrays:
@@ -31,14 +31,15 @@ which is outside this contract: ``simulate_acc_len`` is > 0) and no ``topk`` (re
 for chains, ``topk == 1``: a glue passes 1).
 
 The fixed id that a check asks for is a setting of the check (``--fixed-token-id``:
-:func:`simacc.selection.fixed_token_id`): 100 as in sglang, 32 for sglang-jax.
+:func:`simacc.harness.selection.fixed_token_id`): 100 as in sglang, 32 for sglang-jax.
 """
 
 import math
 
-from simacc import checks, jaxbridge
-from simacc.jaxbridge import jax, jnp
-from simacc.sampling import METHODS
+from simacc.contract import jaxbridge
+from simacc.contract import validation as checks
+from simacc.contract.jaxbridge import jax, jnp
+from simacc.contract.sampling import METHODS
 
 REAL = "real-draft-token"
 def sample_length(rng, x, method, width):
@@ -58,7 +59,7 @@ def sample_length(rng, x, method, width):
 def simulated_acceptance(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
                          simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id, rng):
     """The functional contract's reference (see the module): the checks and the draw in
-    Python, the arrays in one jitted function (:func:`simacc.jaxbridge.jit`)."""
+    Python, the arrays in one jitted function (:func:`simacc.contract.jaxbridge.jit`)."""
     width = spec_steps + 1
     _check(candidates, target_predict, width, simulate_acc_len, simulate_acc_token_mode, rng)
     length = sample_length(rng, simulate_acc_len, simulate_acc_method, width)

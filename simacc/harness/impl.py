@@ -48,7 +48,7 @@ KERNEL_PARAMS = (
     "num_accept_tokens",
     "real_tokens",
 )
-FUNCTIONAL_PARAMS = (  # SPEC.md, "A functional port", with the settings as arguments (simacc.functional)
+FUNCTIONAL_PARAMS = (  # SPEC.md, "A functional port", with the settings as arguments (simacc.contract.functional)
     "accept_index",
     "predict",
     "candidates",
@@ -66,7 +66,7 @@ REFERENCES = {
     "legacy": "simacc:legacy_generate_simulated_accept_index",
     "dflash": "simacc:apply_dflash_simulated_acceptance",
     "kernel": "simacc:simulated_accept",
-    "functional": "simacc.functional:simulated_acceptance",
+    "functional": "simacc.contract.functional:simulated_acceptance",
 }
 LEVELS = ("exact", "semantic")
 INFERRED, FORWARDED, FORCED = (
@@ -87,7 +87,7 @@ class Implementation:
     ``style`` is how arguments are passed: ``keywords``, ``positional`` (the current
     order), ``legacy`` (``... bs, spec_steps, simulate_acc_len, simulate_acc_method``),
     ``oldest`` (``... simulate_acc_len, bs, spec_steps``, no method) or ``jax`` (keywords,
-    as JAX arrays and a key, the results converted back: :mod:`simacc.jaxbridge`).
+    as JAX arrays and a key, the results converted back: :mod:`simacc.contract.jaxbridge`).
     """
 
     spec: str
@@ -130,7 +130,7 @@ class Implementation:
         if self.style == "keywords":
             return self.fn(**kwargs)
         if self.style == "jax":
-            from simacc import jaxbridge
+            from simacc.contract import jaxbridge
 
             return jaxbridge.call(self.fn, kwargs)
         if self.style == "positional":

@@ -7,14 +7,14 @@ where starting a pytest process per implementation cost more than the properties
 themselves. Here each property's test function is called directly, the way pytest would
 call it: a Hypothesis property under the given settings (so the CI zoo can skip shrinking),
 a parametrized one once per parameter, with the implementation under test swapped in
-through :func:`simacc.selection.testing` and a fresh :class:`~simacc.observe.Runner`.
+through :func:`simacc.harness.selection.testing` and a fresh :class:`~simacc.harness.runner.Runner`.
 """
 
 import time
 from dataclasses import dataclass
 
-from simacc import catalogue, devices, selection
-from simacc.observe import DEFAULT_TIMEOUT, ImplementationHung, Runner
+from simacc.harness import catalogue, devices, selection
+from simacc.harness.runner import DEFAULT_TIMEOUT, ImplementationHung, Runner
 
 PASS, FAIL, SKIPPED, NOT_APPLICABLE = "pass", "FAIL", "skipped", "not applicable"
 
@@ -70,7 +70,7 @@ def run_one(prop, name, params, contracts, implementation, device, settings, see
     from hypothesis.reporting import with_reporter
     from hypothesis.statistics import collector
 
-    from simacc import plugin
+    from simacc.harness import plugin
 
     test = prop.test
     if prop.is_hypothesis_test and (settings is not None or seed is not None):
@@ -105,7 +105,7 @@ def _rewrapped(test, settings, seed):
 
 
 def _size(case):
-    from simacc.cases import DflashCase
+    from simacc.harness.cases import DflashCase
 
     return f"bs={case.bs} {'B' if isinstance(case, DflashCase) else 'W'}={case.max_len}"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from simacc.sampling import sample_simulated_acc_len
+from simacc.contract.sampling import sample_simulated_acc_len
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
 DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "bool": torch.bool}
@@ -206,7 +206,7 @@ class KernelCase(_Case):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FunctionalCase(_Case):
-    """Arguments of the functional contract (:mod:`simacc.functional`): ``seed`` is passed as
+    """Arguments of the functional contract (:mod:`simacc.contract.functional`): ``seed`` is passed as
     ``rng`` (the call style makes it a JAX key), or None when ``omitted`` names ``rng``."""
 
     accept_index: TensorArg

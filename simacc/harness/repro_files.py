@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from simacc import devices
-from simacc.cases import CASE_TYPES, CONTRACT_CASES, DTYPES, LAYOUTS, TensorArg
-from simacc.catalogue import Property, find_property
-from simacc.impl import CONTRACTS, LEVELS
+from simacc.harness import devices
+from simacc.harness.cases import CASE_TYPES, CONTRACT_CASES, DTYPES, LAYOUTS, TensorArg
+from simacc.harness.catalogue import Property, find_property
+from simacc.harness.impl import CONTRACTS, LEVELS
 
 SCHEMA = "simacc-repro/1"
 MAX_BYTES = 256 * 2**20
@@ -363,8 +363,7 @@ def load(path):
 
 def corpus_dir():
     """The promoted regression cases: ``SIMACC_REGRESSIONS`` or ``properties/regressions``."""
-    from simacc import env
-
     import properties
+    from simacc.harness import env
 
     return Path(env.get("REGRESSIONS") or Path(properties.__file__).parent / "regressions")

@@ -7,8 +7,8 @@ DEVICE_HELP = "cpu, cuda, all, an indexed one (cpu:0, cuda:1) or a comma-separat
 
 
 def device_choice(value):
-    """A device selection (:func:`simacc.devices.expand`), returned as given."""
-    from simacc import devices
+    """A device selection (:func:`simacc.harness.devices.expand`), returned as given."""
+    from simacc.harness import devices
 
     try:
         devices.expand(value)
@@ -19,7 +19,7 @@ def device_choice(value):
 
 def one_device(value):
     """A single device spelling (``cpu``, ``cuda:1``), not ``all`` or a list."""
-    from simacc import devices
+    from simacc.harness import devices
 
     try:
         devices.parse(value)
@@ -30,7 +30,7 @@ def one_device(value):
 
 def fixed_token_id(value):
     """A token id for fixed mode to write (``--fixed-token-id``)."""
-    from simacc import selection
+    from simacc.harness import selection
 
     try:
         return selection.parse_fixed_token_id(value)

@@ -8,7 +8,7 @@ in-process run pushes its own choice and gives the outer one back when it ends.
 
 import contextlib
 
-from simacc import env
+from simacc.harness import env
 
 DEFAULT_FIXED_TOKEN_ID = 100  # sglang's; sglang-jax writes 32
 MAX_TOKEN_ID = 2**31 - 1  # predict is int32

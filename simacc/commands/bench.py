@@ -1,9 +1,9 @@
 """``simacc bench``: how fast the harness is and how fast it catches bugs (issues #6, #9, #10).
 
-Measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
+Measurements, printed as tables and written as JSON (schema ``simacc.commands.bench/1``):
 
 * examples per second of every property against each contract's reference, on the CPU, in
-  this process (:mod:`simacc.inprocess`, ``ci`` settings: the time is the property's own);
+  this process (:mod:`simacc.harness.inprocess`, ``ci`` settings: the time is the property's own);
 * wall time of the whole CI suite (``CI=true pytest``) with ``-n auto`` and with ``-n 0``,
   and of ``simacc check`` of the reference with the default profile, start-up included;
 * for every mutant, the median number of examples to the first failure over several seeds
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA = "simacc.bench/1"
+SCHEMA = "simacc.commands.bench/1"
 CONTRACTS = ("eagle", "legacy", "dflash")
 SUITE_PROFILE = "ci"  # derandomized: the -n auto and -n 0 runs do the same work
 
@@ -60,8 +60,8 @@ def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
     from hypothesis import settings
 
-    from simacc import impl, inprocess
-    from simacc.impl import REFERENCES
+    from simacc.harness import impl, inprocess
+    from simacc.harness.impl import REFERENCES
 
     chosen = settings(settings.get_profile(SUITE_PROFILE), database=None)
     rows = []
@@ -85,7 +85,7 @@ def wall_times(progress):
     runs = {
         "suite -n auto": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto"], ci),
         "suite -n 0": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"], ci),
-        "simacc check": ([sys.executable, "-m", "simacc.cli", "check", "-q"], local),
+        "simacc check": ([sys.executable, "-m", "simacc", "check", "-q"], local),
     }
     times = {}
     for name, (command, env) in runs.items():
@@ -100,7 +100,8 @@ def wall_times(progress):
 
 def mutant_medians(seeds, workers):
     """``[{name, kind, median, examples}]``: examples to the first failure per seed."""
-    from simacc import mutants, zoo
+    from simacc import zoo
+    from simacc.commands import mutants
 
     result = mutants.run_zoo(list(zoo.MUTANTS.values()), seeds=seeds, workers=workers, expected_only=True,
                              profile="default")
@@ -110,7 +111,7 @@ def mutant_medians(seeds, workers):
 
 def medians_from(path):
     """The same rows from a ``simacc mutants --json`` file, instead of running the zoo again."""
-    from simacc import mutants
+    from simacc.commands import mutants
 
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("schema") != mutants.SCHEMA:
@@ -157,7 +158,7 @@ def render(bench):
 
 
 def register(subparsers):
-    from simacc.argtypes import positive_int
+    from simacc.harness.argtypes import positive_int
 
     p = subparsers.add_parser(
         "bench",
@@ -166,7 +167,7 @@ def register(subparsers):
         "property, the CI suite's wall time with -n auto vs -n 0 and simacc check's, median examples "
         "to kill each mutant, and the reference's call latency next to a plain eager implementation.",
     )
-    p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.bench/1)")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.commands.bench/1)")
     p.add_argument("--seeds", type=positive_int, default=5, metavar="N", help="seeds per mutant (default 5)")
     p.add_argument("--repeats", type=positive_int, default=500, metavar="N",
                    help="timed calls per latency row and implementation (default 500)")
@@ -179,7 +180,7 @@ def register(subparsers):
 
 
 def run(args):
-    from simacc.check import write_json
+    from simacc.commands.check import write_json
 
     def progress(message):
         print(message, file=sys.stderr, flush=True)

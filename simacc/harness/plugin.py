@@ -1,7 +1,7 @@
 """simacc's pytest plugin: selects the implementation under test and the devices, and
 wires properties to them.
 
-Loaded by the root ``conftest.py`` and by ``simacc check`` (``-p simacc.plugin``). It stays
+Loaded by the root ``conftest.py`` and by ``simacc check`` (``-p simacc.harness.plugin``). It stays
 cheap to import; torch and the implementation are loaded in the hooks.
 
 * ``--impl``/``SIMACC_IMPL`` picks the implementation; without it each property runs
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from simacc import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
-from simacc.impl import CONTRACTS, LEVELS
+from simacc.harness import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
+from simacc.harness.impl import CONTRACTS, LEVELS
 
 NOT_APPLICABLE = "not applicable"
 
@@ -43,7 +43,7 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has loaded --hypothesis-profile
 def pytest_configure(config):
-    config.pluginmanager.import_plugin("simacc.recording")
+    config.pluginmanager.import_plugin("simacc.harness.recording")
     config.addinivalue_line("markers", f"contracts(*names): the contracts ({', '.join(CONTRACTS)}) a property applies to")
     config.addinivalue_line("markers", "across_devices: a property comparing a CUDA device with the CPU (parametrized over the selected CUDA devices)")
     config.addinivalue_line("markers", "levels(*names): the levels (exact, semantic) a property applies to (default: both)")
@@ -54,7 +54,7 @@ def pytest_configure(config):
     level = opt("--level") or env.get("LEVEL", "exact")
     selected = None
     if spec:
-        from simacc import impl
+        from simacc.harness import impl
 
         try:
             selected = impl.load(spec, contract, level)
@@ -71,7 +71,7 @@ def pytest_configure(config):
         timeout = argtypes.positive_seconds(timeout) if timeout is not None else None
     except argparse.ArgumentTypeError as e:
         raise pytest.UsageError(f"SIMACC_DEVICE/SIMACC_TIMEOUT: {e}") from None
-    from simacc import devices, impl
+    from simacc.harness import devices, impl
 
     config.stash[_STATE] = _State(
         selected=selected,
@@ -81,7 +81,7 @@ def pytest_configure(config):
         xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
         repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
     )
-    from simacc import selection
+    from simacc.harness import selection
 
     try:
         selection.fixed_token_id()  # a bad SIMACC_FIXED_TOKEN_ID is a usage error now, not at a draw
@@ -161,7 +161,7 @@ def property_id(item):
 def pytest_generate_tests(metafunc):
     if "device" not in metafunc.fixturenames:
         return
-    from simacc import devices
+    from simacc.harness import devices
 
     selected = state(metafunc.config).devices
     if metafunc.definition.get_closest_marker("across_devices") is None:
@@ -179,7 +179,7 @@ def _device_param(spelling, skip_reason):
 def _across_device_params(selected):
     """One parameter per selected CUDA device, each compared with the CPU; skipped with
     the reason when CUDA or the CPU is not selected (``--device`` is honoured, issue #14)."""
-    from simacc import devices
+    from simacc.harness import devices
 
     cuda = [d for d in selected if devices.is_cuda(d)]
     if not cuda:
@@ -272,10 +272,10 @@ def pytest_runtest_call(item):
 
 @pytest.fixture
 def impl(request):
-    """A :class:`~simacc.observe.Runner` for the implementation under test (the
+    """A :class:`~simacc.harness.runner.Runner` for the implementation under test (the
     reference of the property's first contract when none was selected)."""
-    from simacc import impl as impls
-    from simacc.observe import DEFAULT_TIMEOUT, Runner
+    from simacc.harness import impl as impls
+    from simacc.harness.runner import DEFAULT_TIMEOUT, Runner
 
     st = state(request.config)
     chosen = st.selected
@@ -287,7 +287,7 @@ def impl(request):
 
 
 def _fixed_token_id():
-    from simacc import selection
+    from simacc.harness import selection
 
     return selection.fixed_token_id()
 

@@ -14,8 +14,8 @@ missing) is kept: nothing checked, nothing removed.
 
 from collections import Counter
 
-from simacc.repro import FAILS, NOTHING_REPLAYED, PASSES, UNUSABLE
-from simacc.reprofile import ReproError, load
+from simacc.commands.repro import FAILS, NOTHING_REPLAYED, PASSES, UNUSABLE
+from simacc.harness.repro_files import ReproError, load
 
 WORST_FIRST = (UNUSABLE, FAILS, NOTHING_REPLAYED)  # which exit code the folder gets
 
@@ -47,7 +47,7 @@ def clean(directory, replay, keep=None, remove_unreadable=False):
 
 
 def _read(path):
-    """The :class:`~simacc.reprofile.Repro` in ``path``, or the :class:`ReproError` saying why not."""
+    """The :class:`~simacc.harness.repro_files.Repro` in ``path``, or the :class:`ReproError` saying why not."""
     try:
         return load(path)
     except ReproError as e:

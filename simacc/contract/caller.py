@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from simacc import checks
+from simacc.contract import validation as checks
 
 # The defaults of the simulation function's method and token mode: upstream reads these
 # variables once, at import, into the function's signature (issue #13).

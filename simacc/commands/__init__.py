@@ -1,0 +1,1 @@
+"""The ``simacc`` command and its subcommands: check, repro, fuzz, mutants, bench."""
