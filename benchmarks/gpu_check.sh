@@ -11,6 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export JAX_PLATFORMS=cpu  # the functional contract runs on the CPU; JAX must not take the GPU's memory
 logs=${OUT:-/tmp/simacc-gpu-check}
 mkdir -p "$logs"
 py=${PYTHON:-python3}
