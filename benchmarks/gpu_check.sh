@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The GPU self-check (issue #9): run it whenever a CUDA GPU is at hand. CI has none, so this
-# is where the cuda variant of every property, the CUDA-only mutants and the CUDA latency
-# are seen at all. It needs no network and takes a few minutes on one GPU; it prints one
-# summary line per part (full logs go to $OUT, or /tmp/simacc-gpu-check) and exits 1 if any
-# part failed.
+# is where the cuda variant of every property, the CUDA-only mutants, the Triton kernel
+# compiled and the CUDA latency are seen at all. It needs no network and takes a few minutes
+# on one GPU; it prints one summary line per part (full logs go to $SIMACC_GPU_CHECK_LOGS,
+# or /tmp/simacc-gpu-check) and exits 1 if any part failed.
 #
 #   benchmarks/gpu_check.sh                    # from a checkout; simacc need not be installed
 #   SIMACC_GPU_CHECK_BEFORE=path/to/old/checkout benchmarks/gpu_check.sh
@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export JAX_PLATFORMS=cpu  # the functional contract runs on the CPU; JAX must not take the GPU's memory
-logs=${OUT:-/tmp/simacc-gpu-check}
+logs=${SIMACC_GPU_CHECK_LOGS:-/tmp/simacc-gpu-check}
 mkdir -p "$logs"
 py=${PYTHON:-python3}
 workers=${SIMACC_GPU_CHECK_WORKERS:-6}

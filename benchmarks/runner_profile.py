@@ -3,8 +3,8 @@
 Runs the statistical properties' loop (``properties.support.sampled_lengths``: the
 reference through the harness's runner, one small case per seed) under cProfile on one
 device, and prints the cost per call and the functions that take it. It only uses what
-every simacc version has, so pointing ``PYTHONPATH`` at an older checkout profiles that
-one for a before/after comparison.
+every simacc version has (finding the runner where each layout keeps it), so pointing
+``PYTHONPATH`` at an older checkout profiles that one for a before/after comparison.
 
     python benchmarks/runner_profile.py [--device cuda] [--calls 2000] [--top 12]
 """
@@ -16,8 +16,13 @@ import pstats
 import time
 
 from properties import support
-from simacc.harness import impl
-from simacc.harness.runner import Runner
+
+try:
+    from simacc.harness import impl
+    from simacc.harness.runner import Runner
+except ImportError:  # a checkout from before the layout by role (issue #12)
+    from simacc import impl
+    from simacc.observe import Runner
 
 
 def main(argv=None):
