@@ -140,7 +140,7 @@ def test_a_buggy_file_fails_the_right_property_and_the_json_says_so(workdir, cap
     assert "num_correct_drafts[0]=" in out and "NOT CONFORMANT" in out
     assert [p.name for p in (workdir / "out").iterdir()] == ["verdict.json"]  # no temporary file left
     data = json.loads((workdir / "out" / "verdict.json").read_text())
-    assert (data["schema"], data["verdict"], data["exit_code"]) == ("simacc.commands.check/1", "not conformant", 1)
+    assert (data["schema"], data["verdict"], data["exit_code"]) == ("simacc.check/1", "not conformant", 1)
     assert data["header"]["impl"] == spec and data["header"]["file"] == str(workdir / "candidate.py")
     by_id = {r["id"]: r for r in data["results"]}
     assert by_id[INDEX]["status"] == "pass" and by_id[INDEX]["examples"] == 5

@@ -1,6 +1,6 @@
 """``simacc bench``: how fast the harness is and how fast it catches bugs (issues #6, #9, #10).
 
-Measurements, printed as tables and written as JSON (schema ``simacc.commands.bench/1``):
+Measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
 
 * examples per second of every property against each contract's reference, on the CPU, in
   this process (:mod:`simacc.harness.inprocess`, ``ci`` settings: the time is the property's own);
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA = "simacc.commands.bench/1"
+SCHEMA = "simacc.bench/1"
 CONTRACTS = ("eagle", "legacy", "dflash")
 SUITE_PROFILE = "ci"  # derandomized: the -n auto and -n 0 runs do the same work
 
@@ -167,7 +167,7 @@ def register(subparsers):
         "property, the CI suite's wall time with -n auto vs -n 0 and simacc check's, median examples "
         "to kill each mutant, and the reference's call latency next to a plain eager implementation.",
     )
-    p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.commands.bench/1)")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON (schema simacc.bench/1)")
     p.add_argument("--seeds", type=positive_int, default=5, metavar="N", help="seeds per mutant (default 5)")
     p.add_argument("--repeats", type=positive_int, default=500, metavar="N",
                    help="timed calls per latency row and implementation (default 500)")

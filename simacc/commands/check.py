@@ -110,7 +110,7 @@ def register(subparsers):
     p.add_argument("--xfails", metavar="FILE", help="property ids expected to fail, one a line, '#' comments")
     p.add_argument("--repro-dir", metavar="DIR", help="where repro files of failures go (default .simacc/failures)")
     p.add_argument("--property", dest="select", action="append", metavar="ID", help="check only this property (repeatable)")
-    p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.commands.check/1)")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no header or progress, only the verdict")
     p.set_defaults(run=run, end_process=True)
 

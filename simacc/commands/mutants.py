@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-SCHEMA = "simacc.commands.mutants/1"
+SCHEMA = "simacc.mutants/1"
 KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
 DEFAULT_WORKERS = 2
 NOTHING_RAN = 5  # pytest's "no tests ran": nothing checked is never success
@@ -229,7 +229,7 @@ def register(subparsers):
         "every correct implementation accepted, 1 otherwise, 2 on a usage error, 5 when no entry could "
         "run here (e.g. only CUDA entries without CUDA).",
     )
-    p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.commands.mutants/1)")
+    p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
     p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
                    help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (default: the profile's)")

@@ -1,5 +1,5 @@
 """The verdict of ``simacc check``: one result per property from pytest's test reports,
-printed as a table and written as JSON (schema ``simacc.commands.check/1``).
+printed as a table and written as JSON (schema ``simacc.check/1``).
 
 Each test phase's report becomes a plain record (:func:`record`), as ``simacc check`` hears
 it from pytest (in its own process, or forwarded by xdist from the workers). A property
@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-SCHEMA = "simacc.commands.check/1"
+SCHEMA = "simacc.check/1"
 CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED = 0, 1, 5  # exit codes; 5 is pytest's "no tests collected"
 PASS, FAIL, NOT_APPLICABLE, XFAIL, XPASS, SKIPPED = (
     "pass", "FAIL", "not applicable", "expected failure", "unexpected pass", "skipped",
