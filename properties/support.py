@@ -22,20 +22,13 @@ FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
 
 
 def eagle_cases(**kwargs):
-    """``sx.eagle_cases`` restricted to the token modes of the implementation under test,
-    read at every draw: the implementation can change between runs of one property (a
-    session inside another, the zoo's in-process runs)."""
-    return _following_modes(tuple(sorted(kwargs.items())))
+    """``sx.eagle_cases`` restricted to the token modes of the implementation under test."""
+    return sx.eagle_cases(modes=None, **kwargs)
 
 
 @functools.lru_cache(maxsize=None)
 def _eagle_cases(modes, options):
     return sx.eagle_cases(modes=modes, **dict(options))
-
-
-@st.composite
-def _following_modes(draw, options):
-    return draw(_eagle_cases(selection.modes_under_test(), options))
 
 
 KEYWORD_OMISSIONS = (("simulate_acc_method",), ("simulate_acc_token_mode",),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SCHEMA = "simacc.bench/1"
-CONTRACTS = ("eagle", "legacy", "dflash")
+CONTRACTS = ("eagle", "legacy", "dflash", "kernel", "functional")
 SUITE_PROFILE = "ci"  # derandomized: the -n auto and -n 0 runs do the same work
 
 
@@ -60,7 +60,7 @@ def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
     from hypothesis import settings
 
-    from simacc.harness import impl, inprocess
+    from simacc.harness import impl, inprocess, profiles  # noqa: F401 - profiles registers simacc's "ci"
     from simacc.harness.impl import REFERENCES
 
     chosen = settings(settings.get_profile(SUITE_PROFILE), database=None)

@@ -31,17 +31,16 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
 import threading
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from simacc.commands import verdict
+from simacc.commands.progress import Progress
 from simacc.commands.verdict import CONFORMANT, NOT_CONFORMANT, NOTHING_CHECKED
 from simacc.harness import argtypes, env
 from simacc.harness.impl import CONTRACTS, LEVELS, REFERENCES
@@ -315,95 +314,6 @@ def _replay(result, header, rootdir):
     return shlex.join(command)
 
 
-class _Progress:
-    """What stderr shows while the suite runs (issue #12.3): on a terminal, one status line
-    rewritten in place like pytest's (counts so far and the test running), ended by a
-    newline before the table; elsewhere (a CI log) one line per finished test; with
-    ``-q`` nothing."""
-
-    def __init__(self, stream, quiet):
-        self.stream = None if quiet else stream
-        self.live = self.stream is not None and _isatty(self.stream)
-        self.width = _columns(self.stream) - 1 if self.live else 0
-        self.total = self.done = 0
-        self.counts = Counter()
-        self.current = ""
-        self._shown = 0  # length of the status line on the terminal now
-
-    def collected(self, total):
-        self.total = max(self.total, total)
-
-    def started(self, nodeid):
-        self.current = verdict.split_nodeid(nodeid)[2]
-        self._redraw()
-
-    def finished(self, result):
-        self.done += 1
-        self.counts[_BUCKETS.get(result.status, result.status)] += 1
-        if self.current == verdict.split_nodeid(result.nodeid)[2]:
-            self.current = ""
-        if self.live:
-            self._redraw()
-        elif self.stream is not None:
-            examples = "" if result.examples is None else f", {result.examples} examples"
-            name = verdict.split_nodeid(result.nodeid)[2]
-            self._line(f"{self._position()} {name}: {result.status} ({result.seconds:.1f} s{examples})")
-
-    def warn(self, message):
-        if self.stream is not None:
-            self._clear()
-            self._line(f"warning: {message}")
-            self._redraw()
-
-    def close(self):
-        """End the status line, so that what follows starts on a line of its own."""
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = 0
-
-    def _position(self):
-        return f"[{self.done}/{self.total}]" if self.total else f"[{self.done}]"
-
-    def _redraw(self):
-        if not self.live:
-            return
-        counts = ", ".join(f"{self.counts[b]} {b}" for b in ("pass", "FAIL", "skipped") if self.counts[b])
-        running = f"- {self.current}" if self.current else ""
-        line = " ".join(part for part in (self._position(), counts, running) if part)[: self.width]
-        self.stream.write("\r" + line.ljust(self._shown))
-        self.stream.flush()
-        self._shown = len(line)
-
-    def _clear(self):
-        if self._shown:
-            self.stream.write("\r" + " " * self._shown + "\r")
-            self._shown = 0
-
-    def _line(self, text):
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-
-_BUCKETS = {verdict.XFAIL: "pass", verdict.XPASS: "FAIL", verdict.NOT_APPLICABLE: "skipped"}  # the live line's three counts
-
-
-def _isatty(stream):
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
-
-
-def _columns(stream):
-    """The terminal's width: a status line longer than that would wrap, and ``\\r`` only
-    returns to the start of the last row."""
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, OSError, ValueError):
-        return shutil.get_terminal_size().columns
-
-
 class _Collector:
     """The pytest plugin object of a check: it hears every report of the session (xdist
     forwards its workers' reports to this process), keeps the records the verdict is built
@@ -537,7 +447,7 @@ def run_check(impl_spec=None, *, contract=None, level=None, fixed_token_id=None,
             raise UsageError(f"workers {e}") from None
         if not quiet:
             print(format_header(header), flush=True)
-        collector = _Collector(_Progress(sys.stderr, quiet))
+        collector = _Collector(Progress(sys.stderr, quiet))
         exitstatus, output = _session(header, workers, select, collector)
     return _verdict(header, collector, exitstatus, output, select)
 

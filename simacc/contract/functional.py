@@ -30,8 +30,8 @@ is no ``accept_lens`` (sglang-jax only hands it back when simulation is off, ``x
 which is outside this contract: ``simulate_acc_len`` is > 0) and no ``topk`` (real mode is
 for chains, ``topk == 1``: a glue passes 1).
 
-The fixed id that a check asks for is a setting of the check (``--fixed-token-id``:
-:func:`simacc.harness.selection.fixed_token_id`): 100 as in sglang, 32 for sglang-jax.
+The fixed id is an argument: which one a check asks for is a setting of the check
+(``--fixed-token-id``): 100 as in sglang, 32 for sglang-jax.
 """
 
 import math
