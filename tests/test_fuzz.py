@@ -61,14 +61,24 @@ def here(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_fuzz_stops_when_the_time_is_up(here, capsys):
-    assert cli.main(["fuzz", "--minutes", "0.03", "--device", "cpu", "-k", "index", "--repro-dir", "found"]) == 0
+def rounds_that(monkeypatch, code):
+    """Make every round the Python program ``code`` instead of a pytest run (the real round is
+    the Ctrl-C test's): what fuzz does with a round's outcome, without a round's start-up."""
+    monkeypatch.setattr(fuzz, "_round_command", lambda args, seed: [sys.executable, "-c", code])
+
+
+def test_fuzz_stops_when_the_time_is_up(here, capsys, monkeypatch):
+    rounds_that(monkeypatch, "import time; time.sleep(60)")
+    start = time.monotonic()
+    assert cli.main(["fuzz", "--minutes", "0.01", "--device", "cpu", "--repro-dir", "found"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("round 1: seed") and "time is up after" in out and "0 distinct new failure(s)" in out, out
+    assert time.monotonic() - start < 30  # the running round was stopped at the deadline
 
 
-def test_fuzz_exits_2_when_a_round_cannot_run(here, capsys):
-    assert cli.main(["fuzz", "--minutes", "1", "-k", "no_property_is_called_this", "--repro-dir", "found"]) == 2
+def test_fuzz_exits_2_when_a_round_cannot_run(here, capsys, monkeypatch):
+    rounds_that(monkeypatch, "raise SystemExit(5)")  # pytest's "no tests collected"
+    assert cli.main(["fuzz", "--minutes", "1", "--repro-dir", "found"]) == 2
     out = capsys.readouterr().out
     assert "pytest exited with code 5" in out and "round 2" not in out, out
 
