@@ -176,6 +176,20 @@ def check_inputs_untouched(outcome, case, device, names):
         check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case)
 
 
+def check_index_type(outcome, case, inputs):
+    """The result is an int32 tensor of shape ``(bs, W)`` on the device of the input tensor
+    ``inputs``: its own device, never the parameter's spelling ("cuda" is cuda:0, "cpu:0" is
+    cpu; issue #9)."""
+    __tracebackhide__ = True
+    got = outcome.returned
+    check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
+    shape = (case.bs, case.max_len)
+    check(tuple(got.shape) == shape, "index.shape", tuple(got.shape), shape, case)
+    check(got.dtype == torch.int32, "index.dtype", got.dtype, torch.int32, case)
+    where = outcome.args[inputs].device
+    check(got.device == where, "index.device", got.device, f"{where} ({inputs}'s device)", case)
+
+
 def check_fresh_result(outcome, earlier, case):
     """The result is a tensor sharing storage with no argument of its call and with no
     result of an earlier call (SPEC.md: "returns a new tensor")."""

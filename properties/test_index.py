@@ -5,21 +5,14 @@ import torch
 from hypothesis import given
 
 from properties import support
-from simacc.harness.assertions import check, check_equal
+from simacc.harness.assertions import check_equal
 
 pytestmark = pytest.mark.contracts("eagle", "legacy")
 
 
 @given(case=support.eagle_cases())
 def test_index_is_a_fresh_int32_tensor_of_shape_bs_by_width(impl, device, case):
-    outcome = impl.run(case, device)
-    got = outcome.returned
-    check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
-    check(tuple(got.shape) == (case.bs, case.max_len), "index.shape", tuple(got.shape), (case.bs, case.max_len), case)
-    check(got.dtype == torch.int32, "index.dtype", got.dtype, torch.int32, case)
-    # the inputs' own device, never the parameter's spelling: "cuda" is cuda:0, "cpu:0" is cpu
-    where = outcome.args["accept_index"].device
-    check(got.device == where, "index.device", got.device, f"{where} (accept_index's device)", case)
+    support.check_index_type(impl.run(case, device), case, "accept_index")
 
 
 @given(case=support.eagle_cases())

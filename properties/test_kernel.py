@@ -15,7 +15,7 @@ from hypothesis import given
 
 import strategies as sx
 from properties import support
-from simacc.harness.assertions import check, check_equal
+from simacc.harness.assertions import check_equal
 from simacc.harness.cases import KernelCase, TensorArg
 
 pytestmark = pytest.mark.contracts("kernel")
@@ -28,13 +28,7 @@ WRITTEN = ("predict_tokens", "num_correct_drafts")
 
 @given(case=cases)
 def test_kernel_index_is_an_int32_tensor_of_shape_bs_by_width(impl, device, case):
-    outcome = impl.run(case, device)
-    got = outcome.returned
-    check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
-    check(tuple(got.shape) == (case.bs, case.width), "index.shape", tuple(got.shape), (case.bs, case.width), case)
-    check(got.dtype == torch.int32, "index.dtype", got.dtype, torch.int32, case)
-    where = outcome.args["accept_indices"].device
-    check(got.device == where, "index.device", got.device, f"{where} (accept_indices's device)", case)
+    support.check_index_type(impl.run(case, device), case, "accept_indices")
 
 
 @given(case=cases)

@@ -54,6 +54,14 @@ class _Contents:
     def ints(self, field, shape, dtype, low, high):
         return tn.fill(shape, dtype, low, high, self.seed + self.offsets[field])
 
+    def index(self, field, width, roots, predict_len):
+        """A ``(bs, width)`` int32 index: the ``roots`` in column 0, arbitrary slots (or -1)
+        of the ``predict_len`` buffer after them."""
+        index = self.ints(field, (len(roots), width), torch.int32, -1, predict_len + 1)
+        if roots:
+            index[:, 0] = torch.tensor(roots, dtype=torch.int32)
+        return index
+
     def generator(self, field):
         return torch.Generator().manual_seed(self.seed + self.offsets[field])
 
@@ -146,13 +154,10 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
     seed = draw(sc.seeds(), label="seed")
     contents = _Contents(EagleCase, seed)
 
-    index = contents.ints("accept_index", (bs, width), torch.int32, -1, predict_len + 1)
-    if bs:
-        index[:, 0] = torch.tensor(root_list, dtype=torch.int32)
     values = {
         "predict": contents.ints("predict", (predict_len,), torch.int32, *_INT32),
         "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
-        "accept_index": index,
+        "accept_index": contents.index("accept_index", width, root_list, predict_len),
     }
     if real or draw(_BOOLEANS, label="passes_candidates"):
         vocab = draw(sc.vocab_sizes(), label="vocab")
@@ -318,11 +323,8 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
     seed = draw(sc.seeds(), label="seed")
     contents = _Contents(KernelCase, seed)
 
-    index = contents.ints("accept_indices", (bs, width), torch.int32, -1, predict_len + 1)
-    if bs:
-        index[:, 0] = torch.tensor(root_list, dtype=torch.int32)
     values = {
-        "accept_indices": index,
+        "accept_indices": contents.index("accept_indices", width, root_list, predict_len),
         "predict_tokens": contents.ints("predict_tokens", (predict_len,), torch.int32, *_INT32),
         "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
         "candidate_tokens": contents.ints("candidate_tokens", (bs, d), dtype, 0, vocab),

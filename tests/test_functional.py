@@ -161,8 +161,8 @@ def test_the_port_reads_its_settings_from_simulate_acc_variables():
     from simacc.zoo import sglang_jax
 
     environ = {"SIMULATE_ACC_LEN": "2.5", "SIMULATE_ACC_METHOD": "multinomial", "SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
-    assert sglang_jax.Config.from_env(environ) == sglang_jax.Config(2.5, "multinomial", "real-draft-token")
-    assert sglang_jax.Config.from_env({}) == sglang_jax.Config(-1.0, "match-expected", "fixed")
+    assert sglang_jax.config_from_env(environ) == sglang_jax.Config(2.5, "multinomial", "real-draft-token")
+    assert sglang_jax.config_from_env({}) == sglang_jax.Config(-1.0, "match-expected", "fixed")
 
 
 @needs_jax

@@ -67,23 +67,23 @@ def _check_eagle_args(accept_index, predict, num_correct_drafts, candidates, tar
     checks.check_int("fixed_token_id", fixed_token_id, minimum=-(2**63))
     _check_index_args(accept_index, predict, num_correct_drafts, bs, spec_steps)
     checks.check_fits("fixed_token_id", fixed_token_id, predict)
-    width = spec_steps + 1
     real = simulate_acc_token_mode == "real-draft-token"
+    tokens = {"candidates": candidates, "target_predict": target_predict} if real else {}
     if real:
-        checks.check_tensor("candidates", candidates, shape=(bs, None))
-        checks.check_tensor("target_predict", target_predict, shape=tuple(candidates.shape))
-        if candidates.shape[1] < width:
-            raise ValueError(
-                f"real-draft-token mode needs candidates with >= spec_steps + 1 = {width} "
-                f"columns, got shape {tuple(candidates.shape)}"
-            )
-    checks.check_same_device(
-        accept_index=accept_index,
-        predict=predict,
-        num_correct_drafts=num_correct_drafts,
-        candidates=candidates if real else None,
-        target_predict=target_predict if real else None,
-    )
+        _check_token_tensors(tokens, bs, spec_steps + 1, "real-draft-token mode", "spec_steps + 1")
+    checks.check_same_device(accept_index=accept_index, predict=predict, num_correct_drafts=num_correct_drafts,
+                             **tokens)
+
+
+def _check_token_tensors(tokens, bs, width, who, named):
+    """Real mode's two token tensors (``{name: tensor}``, candidates first): integer, of one
+    shape, ``bs`` rows and at least ``width`` columns (``named``: how the width is called)."""
+    (cand_name, candidates), (target_name, target) = tokens.items()
+    checks.check_tensor(cand_name, candidates, shape=(bs, None))
+    checks.check_tensor(target_name, target, shape=tuple(candidates.shape))
+    if candidates.shape[1] < width:
+        raise ValueError(f"{who} needs {cand_name} with >= {named} = {width} columns, "
+                         f"got shape {tuple(candidates.shape)}")
 
 
 def generate_simulated_accept_index(
@@ -168,19 +168,11 @@ def simulated_accept(
         raise ValueError(f"accept_indices must have a root column, got shape {tuple(accept_indices.shape)}")
     checks.check_tensor("predict_tokens", predict_tokens, ndim=1)
     checks.check_tensor("num_correct_drafts", num_correct_drafts, shape=(bs,))
+    tokens = {"candidate_tokens": candidate_tokens, "target_tokens": target_tokens} if real_tokens else {}
     if real_tokens:
-        checks.check_tensor("candidate_tokens", candidate_tokens, shape=(bs, None))
-        checks.check_tensor("target_tokens", target_tokens, shape=tuple(candidate_tokens.shape))
-        if candidate_tokens.shape[1] < width:
-            raise ValueError(f"real tokens need candidate_tokens with >= width = {width} columns, "
-                             f"got shape {tuple(candidate_tokens.shape)}")
-    checks.check_same_device(
-        accept_indices=accept_indices,
-        predict_tokens=predict_tokens,
-        num_correct_drafts=num_correct_drafts,
-        candidate_tokens=candidate_tokens if real_tokens else None,
-        target_tokens=target_tokens if real_tokens else None,
-    )
+        _check_token_tensors(tokens, bs, width, "real_tokens", "width")
+    checks.check_same_device(accept_indices=accept_indices, predict_tokens=predict_tokens,
+                             num_correct_drafts=num_correct_drafts, **tokens)
     roots = accept_indices[:, :1]
     if real_tokens and bs > 0 and roots.device.type == "cpu":
         _check_roots_fit(roots, width, predict_tokens.shape[0])

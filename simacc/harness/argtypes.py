@@ -6,14 +6,19 @@ import argparse
 DEVICE_HELP = "cpu, cuda, all, an indexed one (cpu:0, cuda:1) or a comma-separated list (cpu,cuda:1)"
 
 
+def _checked(parse, value):
+    """``parse(value)``, its ``ValueError`` (a one-line reason) turned into argparse's error."""
+    try:
+        return parse(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def device_choice(value):
     """A device selection (:func:`simacc.harness.devices.expand`), returned as given."""
     from simacc.harness import devices
 
-    try:
-        devices.expand(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    _checked(devices.expand, value)
     return value
 
 
@@ -21,10 +26,7 @@ def one_device(value):
     """A single device spelling (``cpu``, ``cuda:1``), not ``all`` or a list."""
     from simacc.harness import devices
 
-    try:
-        devices.parse(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    _checked(devices.parse, value)
     return value
 
 
@@ -32,10 +34,7 @@ def fixed_token_id(value):
     """A token id for fixed mode to write (``--fixed-token-id``)."""
     from simacc.harness import selection
 
-    try:
-        return selection.parse_fixed_token_id(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    return _checked(selection.parse_fixed_token_id, value)
 
 
 def positive_number(unit):

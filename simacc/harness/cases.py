@@ -85,6 +85,13 @@ def _summary(case):
 class _Case:
     """Shared behaviour: tensor fields, materialisation, the sampled length, summaries."""
 
+    _index_field = "accept_index"  # the (bs, W) index whose first column holds the roots
+
+    @property
+    def root_values(self):
+        """``(bs, 1)``: each request's root position in the flat ``predict``."""
+        return getattr(self, self._index_field).values[:, :1]
+
     def tensors(self):
         return {name: getattr(self, name) for name in _names(type(self)) if isinstance(getattr(self, name), TensorArg)}
 
@@ -141,11 +148,6 @@ class EagleCase(_Case):
     def roots(self):
         return self.accept_index.values[:, 0].tolist()
 
-    @property
-    def root_values(self):
-        """``(bs, 1)``: each request's root position in the flat ``predict``."""
-        return self.accept_index.values[:, :1]
-
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DflashCase(_Case):
@@ -192,13 +194,11 @@ class KernelCase(_Case):
     def max_len(self):
         return self.width
 
+    _index_field = "accept_indices"
+
     @property
     def bs(self):
         return self.accept_indices.values.shape[0]
-
-    @property
-    def root_values(self):
-        return self.accept_indices.values[:, :1]
 
     def expected_length(self):
         return self.num_accept_tokens
@@ -232,10 +232,6 @@ class FunctionalCase(_Case):
     @property
     def bs(self):
         return self.accept_index.values.shape[0]
-
-    @property
-    def root_values(self):
-        return self.accept_index.values[:, :1]
 
 
 CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase, KernelCase, FunctionalCase)}

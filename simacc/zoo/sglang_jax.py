@@ -19,31 +19,25 @@ contract.
 
 import math
 import os
-from dataclasses import dataclass
 
 from simacc.contract import jaxbridge
+from simacc.contract.caller import SimulationSettings
 from simacc.contract.jaxbridge import jax, jnp
 
 FIXED_TOKEN_ID = 32
 REAL = "real-draft-token"
 
 
-@dataclass(frozen=True)
-class Config:
-    """The simulation settings, read once at import as sglang-jax reads them."""
-
-    acc_len: float = -1.0
-    method: str = "match-expected"
-    token_mode: str = "fixed"
-
-    @classmethod
-    def from_env(cls, environ=os.environ):
-        return cls(float(environ.get("SIMULATE_ACC_LEN", "-1")),
-                   environ.get("SIMULATE_ACC_METHOD", cls.method),
-                   environ.get("SIMULATE_ACC_TOKEN_MODE", cls.token_mode))
+Config = SimulationSettings  # the same three settings (acc_len, method, token_mode), under other names
 
 
-CONFIG = Config.from_env()
+def config_from_env(environ=os.environ):
+    """The settings as sglang-jax reads them, once, at import (no validation)."""
+    return Config(float(environ.get("SIMULATE_ACC_LEN", "-1")), environ.get("SIMULATE_ACC_METHOD", Config.method),
+                  environ.get("SIMULATE_ACC_TOKEN_MODE", Config.token_mode))
+
+
+CONFIG = config_from_env()
 
 
 def gaussian_length(rng, x, width):

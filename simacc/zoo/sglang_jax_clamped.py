@@ -7,9 +7,9 @@ the multinomial distribution property must reject.
 
 from simacc.contract.jaxbridge import jax, jnp
 from simacc.zoo import sglang_jax
-from simacc.zoo.sglang_jax import Config
+from simacc.zoo.sglang_jax import Config, config_from_env  # noqa: F401 - a glue sets CONFIG = Config(...)
 
-CONFIG = Config.from_env()
+CONFIG = config_from_env()
 
 
 def clamped_mean_length(rng, x, width):
