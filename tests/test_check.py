@@ -391,3 +391,15 @@ def test_every_property_skipped_is_nothing_checked_with_exit_5_and_the_reason():
     assert (result.exit_code, result.outcome, result.reason) == (5, "nothing checked", "every property was skipped: no CUDA")
     assert result.to_json()["verdict"] == "nothing checked"
     assert verdict.render(result).endswith("\n\nNOTHING CHECKED: every property was skipped: no CUDA (exit 5)")
+
+
+@pytest.mark.parametrize("selected, reason", [
+    ("cpu", "--device selects no CUDA device"),
+    ("cuda:7", "--device selects no CPU"),
+    ("cpu,cuda:7", "no cuda:7" if torch.cuda.is_available() else "no CUDA"),
+])
+def test_the_parity_properties_honour_the_device_selection(workdir, capsys, selected, reason):
+    # issue #14: they ran whenever CUDA existed, whatever --device said
+    code, out, _ = run(capsys, REFERENCE, "--device", selected, "--max-examples", "1", "-n", "0",
+                       properties=["cuda_matches_cpu_byte_for_byte"], small=False)
+    assert code == 5 and reason in out, out
