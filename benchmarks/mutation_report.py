@@ -34,25 +34,31 @@ CLASSES = {
     "cuda-only": "a device argument lost: the same tensor on a CPU; benchmarks/gpu_check.sh runs properties/ on CUDA",
     "outside": "behaviour SPEC.md leaves open",
 }
-# (class, reason, function or None for any, pattern on the original line, pattern on the
+# Per class, (reason, function or None for any, pattern on the original line, pattern on the
 # change: the differing tokens as "old->new", spaces dropped). A rule that claims a killed
 # mutant is reported as an error, so a rule cannot quietly hide a real gap.
-RULES = [
-    ("equivalent", "a cache miss on every call (_ROWS only saves work)",
-     "_row_template", r"_ROWS\.get\(key\)", r"->None$"),
-    ("equivalent", "the int32 template is cast or re-cast to int32 by the addcmul with int32 roots",
-     "_row_template", r"int32", r"^(torch\.int32->None|,?dtype=torch\.int32,?->)$"),
-    ("equivalent", "the value is cast to the destination's dtype where it is stored",
-     None, r"\.to\((out_tokens|accept_index)\.dtype\)", r"^\w+\.dtype->None$"),
-    ("equivalent", "argmax over dim 1 of a 2-D tensor is argmax over dim -1",
-     None, r"argmax\(.*dim=-1", r"^-->\+$"),
-    ("outside", "accept_index is int32 in SPEC.md; the branch differs only for other index dtypes",
-     "_simulated_index", r"roots\.dtype == torch\.int32", r"(andFalse|orTrue)$|^==->!=$|^torch\.int32->None$"),
-    ("outside", "torch's default device: the harness never changes it, and SPEC.md draws on the CPU",
-     "sample_simulated_acc_len", r'device="cpu"', r'^(,?device="cpu",?->|"cpu"->None)$'),
-    ("cuda-only", "made on the default device instead of the input's",
-     None, r"device", r"^(\w+\.)?device->None$|^,?device=[\w.]+,?->$"),
-]
+RULES = {
+    "equivalent": [
+        ("a cache miss on every call (_ROWS only saves work)",
+         "_row_template", r"_ROWS\.get\(key\)", r"->None$"),
+        ("the int32 template is cast or re-cast to int32 by the addcmul with int32 roots",
+         "_row_template", r"int32", r"^(torch\.int32->None|,?dtype=torch\.int32,?->)$"),
+        ("the value is cast to the destination's dtype where it is stored",
+         None, r"\.to\((out_tokens|accept_index)\.dtype\)", r"^\w+\.dtype->None$"),
+        ("argmax over dim 1 of a 2-D tensor is argmax over dim -1",
+         None, r"argmax\(.*dim=-1", r"^-->\+$"),
+    ],
+    "outside": [
+        ("accept_index is int32 in SPEC.md; the branch differs only for other index dtypes",
+         "_simulated_index", r"roots\.dtype == torch\.int32", r"(andFalse|orTrue)$|^==->!=$|^torch\.int32->None$"),
+        ("torch's default device: the harness never changes it, and SPEC.md draws on the CPU",
+         "sample_simulated_acc_len", r'device="cpu"', r'^(,?device="cpu",?->|"cpu"->None)$'),
+    ],
+    "cuda-only": [
+        ("made on the default device instead of the input's",
+         None, r"device", r"^(\w+\.)?device->None$|^,?device=[\w.]+,?->$"),
+    ],
+}
 
 
 def token_change(old, new):
@@ -113,9 +119,10 @@ def classify(fn, old, new, in_check):
     if in_check:
         return "validation", ""
     change = token_change(old, new)
-    for cls, reason, function, line, pattern in RULES:
-        if function in (None, fn) and re.search(line, old) and re.search(pattern, change):
-            return cls, reason
+    for cls, rules in RULES.items():
+        for reason, function, line, pattern in rules:
+            if function in (None, fn) and re.search(line, old) and re.search(pattern, change):
+                return cls, reason
     return "unclassified", "kill it with a property, or add a rule with the reason it cannot matter"
 
 
