@@ -1,6 +1,6 @@
 """Example tests that pin hand-computed outputs of the EAGLE reference functions
 (SPEC.md, "generate_simulated_accept_index", "Legacy behaviour", "greedy verification";
-issue #2).
+issue #2), and the argument checks of those and of the kernel op's reference.
 
 Every expected tensor is a literal worked out by hand from the SPEC. ``L`` is forced with
 ``match-expected`` and an integer ``x`` (``x < W`` yields exactly ``x``, ``x >= W`` yields
@@ -363,6 +363,61 @@ GREEDY_ERRORS = [
 ]
 
 
+def kernel_kwargs(real):
+    candidates, target = chain(2, 3)
+    return dict(
+        accept_indices=i32([[0, -1, -1], [3, -1, -1]]), predict_tokens=-torch.arange(1, 7, dtype=torch.int32),
+        num_correct_drafts=i32([9, 9]), candidate_tokens=candidates, target_tokens=target, width=3,
+        num_accept_tokens=2, real_tokens=real,
+    )
+
+
+KERNEL_ERRORS = [  # the kernel op, both modes
+    ("zero width", set_(width=0), ValueError, r"width must be >= 1, got 0"),
+    ("float width", set_(width=3.0), TypeError, r"width must be an int, got float"),
+    ("zero length", set_(num_accept_tokens=0), ValueError, r"num_accept_tokens must be >= 1, got 0"),
+    ("length above width", set_(num_accept_tokens=4), ValueError,
+     r"num_accept_tokens must be <= width = 3, got 4"),
+    ("int real_tokens", lambda k: dict(k, real_tokens=int(k["real_tokens"])), TypeError,
+     r"real_tokens must be a bool, got int"),
+    ("1-D accept_indices", via("accept_indices", lambda t: t[:, 0]), ValueError,
+     r"accept_indices must be 2-D, got shape \(2,\)"),
+    ("no root column", via("accept_indices", lambda t: t[:, :0]), ValueError,
+     r"accept_indices must have a root column, got shape \(2, 0\)"),
+    ("2-D predict_tokens", via("predict_tokens", lambda t: t.reshape(2, 3)), ValueError,
+     r"predict_tokens must be 1-D"),
+    ("float predict_tokens", via("predict_tokens", torch.Tensor.float), TypeError,
+     r"predict_tokens must have an integer dtype"),
+    ("num_correct_drafts rows unlike accept_indices", set_(num_correct_drafts=i32([9])), ValueError,
+     r"num_correct_drafts must have shape \(2,\), got \(1,\)"),
+    ("predict_tokens on another device", via("predict_tokens", meta), ValueError,
+     r"one device.*predict_tokens on meta"),
+    ("num_correct_drafts on another device", via("num_correct_drafts", meta), ValueError,
+     r"num_correct_drafts on meta"),
+]
+
+KERNEL_REAL_ERRORS = [  # the kernel op with real_tokens=True only
+    ("candidate_tokens missing", set_(candidate_tokens=None), TypeError,
+     r"candidate_tokens must be a torch.Tensor, got NoneType"),
+    ("candidate_tokens rows unlike accept_indices", via("candidate_tokens", lambda t: t[:1]), ValueError,
+     r"candidate_tokens must have shape \(2, '?\*'?\), got \(1, 3\)"),
+    ("target_tokens shape unlike candidate_tokens", via("target_tokens", lambda t: t[:, :2]), ValueError,
+     r"target_tokens must have shape \(2, 3\), got \(2, 2\)"),
+    ("candidate_tokens narrower than width",
+     lambda k: dict(k, candidate_tokens=k["candidate_tokens"][:, :2], target_tokens=k["target_tokens"][:, :2]),
+     ValueError, r"real_tokens needs candidate_tokens with >= width = 3 columns, got shape \(2, 2\)"),
+    ("candidate_tokens on another device", via("candidate_tokens", meta), ValueError,
+     r"candidate_tokens on meta"),
+    ("target_tokens on another device", via("target_tokens", meta), ValueError, r"target_tokens on meta"),
+    ("root past the end of predict_tokens", set_(accept_indices=i32([[0, -1, -1], [4, -1, -1]])),
+     ValueError, r"roots must lie in \[0, 3\] .*got \[0, 4\]"),
+]
+
+
+def call_kernel(real):
+    return lambda change: sa.simulated_accept(**change(kernel_kwargs(real)))
+
+
 def call_generate(mode):
     return lambda change: sa.generate_simulated_accept_index(**change(eagle_kwargs(mode)))
 
@@ -384,6 +439,8 @@ ERRORS = (  # (function, call, description, change, error, match)
     + [("generate, fixed", call_generate("fixed"), *c) for c in SHARED_ERRORS]
     + [("legacy", call_legacy, *c) for c in SHARED_ERRORS]
     + [("greedy", call_greedy, *c) for c in GREEDY_ERRORS]
+    + [("kernel, real", call_kernel(True), *c) for c in KERNEL_ERRORS + KERNEL_REAL_ERRORS]
+    + [("kernel, fixed", call_kernel(False), *c) for c in KERNEL_ERRORS]
 )
 
 
