@@ -23,18 +23,12 @@ import time
 import torch
 
 import simacc as sa
+from simacc.harness.argtypes import positive_int
 from simacc.zoo.correct import plain_eager
 
 BATCH_SIZES = (1, 64, 256)
 WIDTHS = (2, 8)
 MODES = ("fixed", "real-draft-token")
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def make_inputs(bs, width, mode, device="cpu"):

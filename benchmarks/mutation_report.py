@@ -65,21 +65,25 @@ RULES = {
 }
 
 
+def differing_span(a, b):
+    """``(i1, i2, j1, j2)``: ``a[i1:i2]`` and ``b[j1:j2]`` cover every difference of two sequences."""
+    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops:
+        return 0, 0, 0, 0
+    return ops[0][1], ops[-1][2], ops[0][3], ops[-1][4]
+
+
 def token_change(old, new):
     """The differing tokens of two code fragments, as ``"old->new"`` without spaces."""
     a, b = (re.findall(r"\w+|[=!<>]=|\*\*|\S", text) for text in (old, new))
-    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not ops:
-        return "->"
-    return "".join(a[ops[0][1]:ops[-1][2]]) + "->" + "".join(b[ops[0][3]:ops[-1][4]])
+    i1, i2, j1, j2 = differing_span(a, b)
+    return "".join(a[i1:i2]) + "->" + "".join(b[j1:j2])
 
 
 def changed_lines(orig_src, mutant_src):
     """``(first changed line offset in the function, old text, new text)``."""
     a, b = orig_src.splitlines(), mutant_src.splitlines()
-    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
-    i1, j1 = ops[0][1], ops[0][3]
-    i2, j2 = ops[-1][2], ops[-1][4]
+    i1, i2, j1, j2 = differing_span(a, b)
     old = " / ".join(s.strip() for s in a[i1:i2]) or "(nothing)"
     new = " / ".join(s.strip() for s in b[j1:j2]) or "(nothing)"
     return i1, old, new
@@ -140,6 +144,7 @@ def mutants(mutants_dir):
         original = (ROOT / rel).read_text()
         tree = ast.parse(original)
         defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        current = {name: ast.get_source_segment(original, node) for name, node in defs.items()}
         in_check = check_lines(tree, rel.endswith("validation.py"))
         mutated = (mutants_dir / rel).read_text()
         sources = {n.name: ast.get_source_segment(mutated, n) for n in ast.parse(mutated).body
@@ -149,7 +154,7 @@ def mutants(mutants_dir):
             fn = re.fullmatch(r"x_(.+)__mutmut_\d+", short).group(1)
             status = STATUS.get(code, f"suspicious (exit code {code})")
             orig = f"x_{fn}__mutmut_orig"
-            if fn not in defs or ast.get_source_segment(original, defs[fn]) != sources[orig].replace(orig, fn, 1):
+            if current.get(fn) != sources[orig].replace(orig, fn, 1):
                 raise SystemExit(f"error: {rel}:{fn} changed since mutmut ran: run `OMP_NUM_THREADS=1 mutmut run` again")
             offset, old, new = changed_lines(sources[orig], sources[short].replace(short, orig, 1))
             cls, reason = classify(fn, old, new, defs[fn].lineno + offset in in_check[fn])
