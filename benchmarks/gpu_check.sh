@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# The GPU self-check (issue #9): run it whenever a CUDA GPU is at hand. CI has none, so this
+# The GPU self-check: run it whenever a CUDA GPU is at hand. CI has none, so this
 # is where the cuda variant of every property, the CUDA-only mutants, the Triton kernel
 # compiled and the CUDA latency are seen at all. It needs no network and takes a few minutes
 # on one GPU; it prints one summary line per part (full logs go to $SIMACC_GPU_CHECK_LOGS,
 # or /tmp/simacc-gpu-check) and exits 1 if any part failed.
 #
-#   benchmarks/gpu_check.sh                    # from a checkout; simacc need not be installed
+#   benchmarks/gpu_check.sh                    # from a checkout, installed with pip install -e .
 #   SIMACC_GPU_CHECK_BEFORE=path/to/old/checkout benchmarks/gpu_check.sh
 #                                              # also profile an older runner, for a before/after
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1
 export JAX_PLATFORMS=cpu  # the functional contract runs on the CPU; JAX must not take the GPU's memory
 logs=${SIMACC_GPU_CHECK_LOGS:-/tmp/simacc-gpu-check}
 mkdir -p "$logs"
@@ -33,15 +33,15 @@ last() { grep -v '^\s*$' | tail -n 1; }
 
 "$py" -c 'import torch, hypothesis, pytest; print(f"torch {torch.__version__}, cuda {torch.version.cuda}, " f"{torch.cuda.device_count()} x {torch.cuda.get_device_name()}, hypothesis {hypothesis.__version__}, pytest {pytest.__version__}")' || exit 1
 
-part catalogue last -- env CI=true "$py" -m pytest properties -q -p no:cacheprovider -n "$workers" --device all -rfE
+part catalogue last -- env CI=true "$py" -m pytest properties -q -p no:cacheprovider -n "$workers" --simacc-device=all -rfE
 
 # every torch reference and correct zoo entry (the JAX ones run on the CPU), at its level
 checked=$("$py" -c 'from simacc import zoo
-from simacc.harness import impl
-specs = [(spec, "exact") for spec in impl.REFERENCES.values() if not spec.startswith("simacc.contract.functional")]
+from simacc.harness import contracts
+specs = [(c.reference, "exact") for c in contracts.CONTRACTS.values() if c.keyword_style != "jax"]
 specs += [(e.spec, e.level) for e in zoo.CORRECT.values() if "jax" not in e.requires]
 print(" ".join(f"{spec}@{level}" for spec, level in specs))')
-for entry in $checked; do  # the references with the default profile (timed: issue #9), the zoo with fewer examples
+for entry in $checked; do  # the references with the default profile (timed), the zoo with fewer examples
   impl=${entry%@*} level=${entry#*@}
   examples=$([ "${impl%%:*}" = simacc ] || echo "--max-examples 20")
   part "check-${impl##*:}" last -- "$py" -m simacc check "$impl" --device cuda --level "$level" -n "$workers" -q $examples

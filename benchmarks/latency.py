@@ -23,7 +23,7 @@ import time
 import torch
 
 import simacc as sa
-from simacc.harness.argtypes import positive_int
+from simacc.harness.settings import argtype, positive_int
 from simacc.zoo.correct import plain_eager
 
 BATCH_SIZES = (1, 64, 256)
@@ -96,8 +96,8 @@ def render(rows, device):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--device", default="cpu", help="cpu (default) or a CUDA device")
-    parser.add_argument("--repeats", type=positive_int, default=2000, help="timed calls per row")
-    parser.add_argument("--warmup", type=positive_int, default=50, help="untimed calls first")
+    parser.add_argument("--repeats", type=argtype(positive_int), default=2000, help="timed calls per row")
+    parser.add_argument("--warmup", type=argtype(positive_int), default=50, help="untimed calls first")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
 

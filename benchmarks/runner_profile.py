@@ -1,6 +1,6 @@
-"""Where a property's call of the implementation spends its time (issue #9).
+"""Where a property's call of the implementation spends its time.
 
-Runs the statistical properties' loop (``properties.support.sampled_lengths``: the
+Runs the statistical properties' loop (``simacc.properties.support.sampled_lengths``: the
 reference through the harness's runner, one small case per seed) under cProfile on one
 device, and prints the cost per call and the functions that take it. It only uses what
 every simacc version has (finding the runner where each layout keeps it), so pointing
@@ -11,18 +11,22 @@ every simacc version has (finding the runner where each layout keeps it), so poi
 
 import argparse
 import cProfile
+import functools
 import io
 import pstats
 import time
 
-from properties import support
+from simacc.harness import impl
+from simacc.harness.runner import Runner
 
 try:
-    from simacc.harness import impl
-    from simacc.harness.runner import Runner
-except ImportError:  # a checkout from before the layout by role (issue #12)
-    from simacc import impl
-    from simacc.observe import Runner
+    from simacc.properties import support
+
+    DEVICE_PER_CALL = False
+except ImportError:  # a checkout from before simacc.properties: the runner took the device per call
+    from properties import support
+
+    DEVICE_PER_CALL = True
 
 
 def main(argv=None):
@@ -32,15 +36,19 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
 
-    runner = Runner(impl.reference("eagle"))
-    if hasattr(runner, "__enter__"):  # a context manager since the runner lost its thread per call
-        runner.__enter__()
-    support.sampled_lengths(runner, args.device, 2.25, "match-expected", 200)  # warm-up
+    if DEVICE_PER_CALL:
+        runner = Runner(impl.reference("eagle"))
+        lengths = functools.partial(support.sampled_lengths, runner, args.device)
+    else:
+        runner = Runner(impl.reference("eagle"), args.device)
+        lengths = functools.partial(support.sampled_lengths, runner)
+    runner.__enter__()
+    lengths(2.25, "match-expected", 200)  # warm-up
     start = time.perf_counter()
-    support.sampled_lengths(runner, args.device, 2.25, "match-expected", args.calls)
+    lengths(2.25, "match-expected", args.calls)
     per_call = (time.perf_counter() - start) / args.calls * 1e6
     profile = cProfile.Profile()
-    profile.runcall(support.sampled_lengths, runner, args.device, 2.25, "match-expected", args.calls)
+    profile.runcall(lengths, 2.25, "match-expected", args.calls)
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.top)
     print(f"{args.calls} runner calls on {args.device}: {per_call:.0f} us per call (without the profiler)")

@@ -22,7 +22,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import strategies as sx
+from simacc import strategies as sx
 
 CASES = {
     "floor: integers()": lambda: st.integers(0, 2**32 - 1),  # Hypothesis's own cost per example

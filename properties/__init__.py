@@ -1,5 +1,51 @@
-"""The property catalogue: claims that every conforming implementation must satisfy.
+"""The property catalogue: the claims every conforming implementation must satisfy.
 
-Each ``test_*`` function is one property; its id is the function name without ``test_``.
-The implementation under test comes from the ``impl`` fixture of ``simacc.harness.plugin``.
+Each ``test_*`` function of a ``test_*`` module here is one property, declared with
+:func:`simacc.harness.catalogue.claim`; its id is the function's name without ``test_``.
+Installed, this folder is ``simacc.properties``: run it with
+``pytest --pyargs simacc.properties --simacc-impl IMPL``.
 """
+
+import importlib
+import pkgutil
+
+from simacc.harness.catalogue import property_of
+
+REGRESSIONS = "test_regressions"  # the corpus replay: it runs first
+
+
+def modules():
+    """The names of the property modules, the corpus replay first (as the suite runs them)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("test_"))
+    return [f"{__name__}.{name}" for name in sorted(names, key=lambda n: n != REGRESSIONS)]
+
+
+def every_property():
+    """Every :class:`~simacc.harness.catalogue.Property`, in module order."""
+    found = []
+    for name in modules():
+        module = importlib.import_module(name)
+        found += [p for p in map(property_of, vars(module).values()) if p is not None]
+    return found
+
+
+def find(pid):
+    """The property with id ``pid``; ``LookupError`` when there is none."""
+    for prop in every_property():
+        if prop.id == pid:
+            return prop
+    raise LookupError(f"unknown property id {pid!r} (no test_{pid} in simacc.properties)")
+
+
+def of_repro(record):
+    """The property a repro record names, checked against the record's contract;
+    :class:`~simacc.harness.repro_files.ReproError` (one line) when unusable."""
+    from simacc.harness.repro_files import ReproError
+
+    try:
+        prop = find(record.property)
+    except LookupError as e:
+        raise ReproError(str(e)) from None
+    if record.contract not in prop.contracts:
+        raise ReproError(f"property {prop.id!r} does not apply to contract {record.contract!r}")
+    return prop

@@ -1,8 +1,11 @@
-"""What property modules share: case strategies that follow the implementation under test,
-and expectations computed the plain way from a case (lists and loops, not the reference).
+"""What property modules share: strategies chosen for the implementation under test, the
+oracles (expectations computed the plain way from a case, with lists and small loops, never
+through the reference) and one helper per check that several properties make.
 
-A legacy implementation has only the fixed token mode, so the case strategies read the
-session's selection lazily (when the first example is drawn, after pytest has configured).
+A strategy here is a function of the :class:`~simacc.harness.impl.Implementation` (what
+:func:`~simacc.harness.catalogue.claim` accepts): a legacy implementation has only the
+fixed token mode, a positional call style can leave out fewer arguments, a port may write
+another fixed id.
 """
 
 import dataclasses
@@ -12,18 +15,21 @@ import math
 import torch
 from hypothesis import strategies as st
 
-import strategies as sx
+from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.harness import selection
 from simacc.harness.assertions import check, check_equal
 from simacc.harness.cases import EagleCase, KernelCase, TensorArg
 
-FIXED_ID = 100  # SPEC.md: the fixed token mode writes this id
+FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
 
 
-def eagle_cases(**kwargs):
-    """``sx.eagle_cases`` restricted to the token modes of the implementation under test."""
-    return sx.eagle_cases(modes=None, **kwargs)
+# -- strategies for the implementation under test ------------------------------------------
+
+
+def eagle_cases_for_impl(**options):
+    """``sx.eagle_cases(**options)`` in the token modes of the implementation under test."""
+    frozen = tuple(sorted(options.items()))
+    return lambda impl: _eagle_cases(impl.modes, frozen)
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,25 +37,208 @@ def _eagle_cases(modes, options):
     return sx.eagle_cases(modes=modes, **dict(options))
 
 
-KEYWORD_OMISSIONS = (("simulate_acc_method",), ("simulate_acc_token_mode",),
-                     ("simulate_acc_method", "simulate_acc_token_mode"))
 _DEFAULT_METHODS = st.just(DEFAULT_METHOD)
 
 
-@st.composite
-def defaulted_eagle_cases(draw):
-    """Cases that leave out the method, the token mode or both (issue #13), as far as the
-    implementation's call style can (``Implementation.omissions``), with the left-out
+def defaulted_eagle_cases(impl):
+    """Cases that leave out the method, the token mode or both (CONTRACT.md §5.1), as far as
+    the implementation's call style can (``Implementation.omissions``), with the left-out
     arguments' values equal to the defaults; ``omitted`` is empty where nothing can be left
     out. Shrinks toward leaving out the method alone."""
-    under = selection.under_test()
-    patterns = under.omissions if under is not None else KEYWORD_OMISSIONS
+    return _defaulted_eagle_cases(impl.omissions, impl.modes)
+
+
+@functools.lru_cache(maxsize=None)
+def _defaulted_eagle_cases(patterns, modes):
     if not patterns:
-        return draw(eagle_cases())
-    omit = draw(st.sampled_from(patterns), label="omitted")
-    modes = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else selection.modes_under_test()
-    options = (("methods", _DEFAULT_METHODS),) if "simulate_acc_method" in omit else ()
-    return dataclasses.replace(draw(_eagle_cases(modes, options)), omitted=omit)
+        return _eagle_cases(modes, ())
+
+    @st.composite
+    def cases(draw):
+        omit = draw(st.sampled_from(patterns), label="omitted")
+        chosen = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else modes
+        options = (("methods", _DEFAULT_METHODS),) if "simulate_acc_method" in omit else ()
+        return dataclasses.replace(draw(_eagle_cases(chosen, options)), omitted=omit)
+
+    return cases()
+
+
+def functional_cases_for_impl(**options):
+    """``sx.functional_cases(**options)`` asking for the implementation's fixed token id."""
+    frozen = tuple(sorted(options.items()))
+    return lambda impl: _functional_cases(impl.fixed_token_id, frozen)
+
+
+@functools.lru_cache(maxsize=None)
+def _functional_cases(fixed_token_id, options):
+    return sx.functional_cases(fixed_token_id=fixed_token_id, **dict(options))
+
+
+# -- oracles --------------------------------------------------------------------------------
+
+
+def length_of(simacc, outcome, case, source):
+    """The ``L`` a property holds the outputs to.
+
+    At the exact level, the documented draw from the case's seed (or the kernel op's given
+    length). At the semantic level (CONTRACT.md §9), for ports that draw ``L`` their own way,
+    the one ``L`` that the output ``source`` shows (``num_correct_drafts``, ``index`` or
+    ``commit_lens``), after checking that every row shows the same one, in ``[1, W]``: the
+    property then checks the other outputs against it.
+    """
+    __tracebackhide__ = True
+    if simacc.impl.level == "exact" or isinstance(case, KernelCase) or case.bs == 0:
+        return case.expected_length()
+    shown = _shown_lengths(outcome, source)
+    low, high = int(shown.min()), int(shown.max())
+    what = f"L as {source} shows it (min, max over the rows)"
+    check(low == high and 1 <= low <= case.max_len, what, (low, high), f"one value in [1, {case.max_len}]", case)
+    return low
+
+
+def _shown_lengths(outcome, source):
+    got = outcome.returned if source == "index" else outcome.args[source]
+    check(isinstance(got, torch.Tensor), f"type({source})", type(got).__name__, "Tensor", None)
+    got = got.cpu().long()
+    if source == "index":
+        return (got != -1).sum(dim=1)
+    return got + 1 if source == "num_correct_drafts" else got
+
+
+def accepted_positions(case, length):
+    """``(bs, L)``: the flat ``predict`` positions of each row's accepted slots."""
+    return case.root_values.long() + torch.arange(length)
+
+
+def expected_index(case, length):
+    """The index the contract requires (CONTRACT.md §4.2): a -1 buffer whose first ``L``
+    columns are the roots plus ``0..L-1`` (written the way upstream writes it, not the way
+    the reference does)."""
+    expected = torch.full((case.bs, case.max_len), -1, dtype=torch.int32)
+    expected[:, :length] = accepted_positions(case, length).int()
+    return expected
+
+
+def drafts_then_bonus(candidates, target_predict, length):
+    """``(bs, L)`` rows ``candidates[i, 1:L]`` followed by ``target_predict[i, L-1]``: the
+    drafts shifted into place, then the last column replaced by the bonus (CONTRACT.md §4.5)."""
+    tokens = candidates.long().roll(-1, dims=1)[:, :length].clone()
+    tokens[:, length - 1] = target_predict[:, length - 1]
+    return tokens
+
+
+def observed_lengths(outcome):
+    """``L`` as each row reports it, twice: ``num_correct_drafts + 1`` for every row, then
+    the number of index entries other than -1 for every row."""
+    counts = outcome.args["num_correct_drafts"].long().cpu() + 1
+    return torch.cat([counts, (outcome.returned != -1).sum(dim=1).cpu()])
+
+
+def state_after_documented_draws(case):
+    """The CPU generator state after seeding with ``case.seed`` and doing, by hand, exactly
+    the draws CONTRACT.md §3 documents for the case's length and method; and how many."""
+    x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(case.seed)
+        draws = 0
+        if method == "multinomial":
+            torch.normal(mean=x, std=1.0, size=(1,), device="cpu")
+            draws = 1
+        else:
+            clamped = max(1.0, min(max_len, x))
+            lo = math.floor(clamped)
+            if lo < max_len:  # otherwise lo == hi: no draw
+                frac = clamped - lo
+                torch.multinomial(torch.tensor([1 - frac, frac]), 1)
+                draws = 1
+        return torch.get_rng_state(), draws
+
+
+def match_expected_probabilities(x, max_len):
+    """P(L = k), k = 1..max_len, under ``match-expected`` (CONTRACT.md §3.3)."""
+    clamped = max(1.0, min(max_len, x))
+    lo = math.floor(clamped)
+    probabilities = [0.0] * max_len
+    probabilities[lo - 1] = 1 - (clamped - lo)
+    if lo < max_len:
+        probabilities[lo] = clamped - lo
+    return probabilities
+
+
+def gaussian_probabilities(x, max_len):
+    """P(L = k), k = 1..max_len, for round(clamp(N(x, 1), 1, max_len)) (CONTRACT.md §3.2): the
+    rounding cells ``(k - 1/2, k + 1/2]`` with the two ends open (ties have probability 0)."""
+    cdf = lambda z: 0.5 * (1 + math.erf((z - x) / math.sqrt(2)))  # noqa: E731
+    edges = [-math.inf] + [k + 0.5 for k in range(1, max_len)] + [math.inf]
+    return [cdf(b) - cdf(a) for a, b in zip(edges, edges[1:])]
+
+
+def dkw_epsilon(runs, false_alarm=FALSE_ALARM):
+    """The Dvoretzky-Kiefer-Wolfowitz-Massart bound: for ``runs`` independent draws from any
+    distribution, P(sup_k |F_emp(k) - F(k)| > eps) <= 2 exp(-2 runs eps^2) = ``false_alarm``."""
+    return math.sqrt(math.log(2 / false_alarm) / (2 * runs))
+
+
+def largest_cdf_gap(lengths, probabilities):
+    """``(k, gap)``: the largest ``|F_emp(k) - F(k)|`` over ``k = 1..len(probabilities)``,
+    ``probabilities[k-1]`` being P(L = k)."""
+    runs = len(lengths)
+    worst, emp, cdf = (0, 0.0), 0, 0.0
+    for k, p in enumerate(probabilities, 1):
+        emp += lengths.count(k)
+        cdf += p
+        gap = abs(emp / runs - cdf)
+        if gap > worst[1]:
+            worst = (k, gap)
+    return worst
+
+
+def small_case(x, method, seed, spec_steps=3):
+    """A one-request fixed-mode case with length ``x``: cheap enough to run thousands of
+    times for the statistical properties (valid for the eagle and legacy contracts)."""
+    return dataclasses.replace(_small_case(x, method, spec_steps), seed=seed)
+
+
+@functools.lru_cache(maxsize=64)
+def _small_case(x, method, spec_steps):
+    width = spec_steps + 1
+    index = torch.full((1, width), -1, dtype=torch.int32)
+    index[0, 0] = 0
+    return EagleCase(
+        accept_index=TensorArg(index),
+        predict=TensorArg(torch.arange(7, 7 + width, dtype=torch.int32)),
+        num_correct_drafts=TensorArg(torch.tensor([-3], dtype=torch.int32)),
+        candidates=None,
+        target_predict=None,
+        bs=1,
+        spec_steps=spec_steps,
+        simulate_acc_len=x,
+        simulate_acc_method=method,
+        simulate_acc_token_mode="fixed",
+        seed=0,
+    )
+
+
+def sampled_lengths(simacc, x, method, runs, spec_steps=3):
+    """The lengths the implementation under test gives (entries of the index other than
+    -1) for ``small_case`` with seeds ``0..runs-1``, read back from the device once."""
+    counts = [(simacc.run(small_case(x, method, seed, spec_steps)).returned != -1).sum() for seed in range(runs)]
+    return torch.stack(counts).tolist() if counts else []
+
+
+def check_distribution(lengths, probabilities, what):
+    """The empirical CDF of ``lengths`` is within the DKW bound of ``probabilities``
+    (``P(L = k)``, ``k = 1..len``) at the false-alarm rate :data:`FALSE_ALARM`."""
+    __tracebackhide__ = True
+    runs = len(lengths)
+    k, gap = largest_cdf_gap(lengths, probabilities)
+    eps = dkw_epsilon(runs)
+    counts = [lengths.count(k) for k in range(1, len(probabilities) + 1)]
+    expected = [round(p * runs) for p in probabilities]
+    check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None)
+
+
+# -- checks several properties make ---------------------------------------------------------
 
 
 def check_rejected_untouched(outcome, case, naming=None):
@@ -87,83 +276,42 @@ def _on(tensor, like):
     return tensor.to(like.device) if isinstance(tensor, torch.Tensor) and isinstance(like, torch.Tensor) else tensor
 
 
-def length_of(runner, outcome, case, source):
-    """The ``L`` a property holds the outputs to (issue #11).
-
-    At the exact level, the documented draw from the case's seed (or the kernel op's given
-    length). At the semantic level, for ports that draw ``L`` their own way, the one ``L``
-    that the output ``source`` shows (``num_correct_drafts``, ``index`` or ``commit_lens``),
-    after checking that every row shows the same one, in ``[1, W]``: the property then
-    checks the other outputs against it.
-    """
+def check_parity(simacc, case, baseline="cpu"):
+    """The case gives the same bytes on the runner's CUDA device as on the CPU (CONTRACT.md
+    §3.1: one ``L`` from the CPU generator, so every device and every rank agrees)."""
     __tracebackhide__ = True
-    if runner.impl.level == "exact" or isinstance(case, KernelCase) or case.bs == 0:
-        return case.expected_length()
-    shown = _shown_lengths(outcome, source)
-    low, high = int(shown.min()), int(shown.max())
-    what = f"L as {source} shows it (min, max over the rows)"
-    check(low == high and 1 <= low <= case.max_len, what, (low, high), f"one value in [1, {case.max_len}]", case)
-    return low
+    on_cuda = simacc.run(case)
+    check_same_outputs(f"on {simacc.device} (moved to {baseline})", on_cuda, simacc.run(case, baseline), case)
 
 
-def _shown_lengths(outcome, source):
-    got = outcome.returned if source == "index" else outcome.args[source]
-    check(isinstance(got, torch.Tensor), f"type({source})", type(got).__name__, "Tensor", None)
-    got = got.cpu().long()
-    if source == "index":
-        return (got != -1).sum(dim=1)
-    return got + 1 if source == "num_correct_drafts" else got
+def check_documented_draws(outcome, case):
+    """The CPU generator advanced by exactly the draws CONTRACT.md §3 documents."""
+    __tracebackhide__ = True
+    state, draws = state_after_documented_draws(case)
+    got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
+    want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
+    check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
 
 
-def expected_index(case, length):
-    """The index SPEC.md requires: a -1 buffer whose first ``L`` columns are the roots plus
-    ``0..L-1`` (written the way upstream writes it, not the way the reference does)."""
-    expected = torch.full((case.bs, case.max_len), -1, dtype=torch.int32)
-    expected[:, :length] = accepted_slots(case, length).int()
-    return expected
+def check_accepted_slots(what, predict, positions, tokens, case):
+    """``predict`` (1-D, any device) holds ``tokens`` at ``positions`` (same shape), as
+    ``predict``'s dtype."""
+    __tracebackhide__ = True
+    got = predict.cpu()[positions.reshape(-1)].reshape(positions.shape)
+    check_equal(f"{what} at the accepted slots (row, j)", got, tokens.to(got.dtype), case)
 
 
-def accepted_slots(case, length):
-    """``(bs, L)`` flat ``predict`` positions of the accepted slots, row by row."""
-    return case.root_values.long() + torch.arange(length)
+def check_other_slots_unchanged(what, predict, before, positions, case):
+    """Every element of ``predict`` outside ``positions`` keeps its value from ``before``."""
+    __tracebackhide__ = True
+    got = predict.cpu()
+    expected = before.clone()
+    flat = positions.reshape(-1)
+    expected[flat] = got[flat]  # the accepted slots are another property's business
+    check_equal(what, got, expected, case)
 
 
-def drafts_then_bonus(candidates, target_predict, length):
-    """``(bs, L)`` rows ``candidates[i, 1:L]`` followed by ``target_predict[i, L-1]``: the
-    drafts shifted into place, then the last column replaced by the bonus."""
-    tokens = candidates.long().roll(-1, dims=1)[:, :length].clone()
-    tokens[:, length - 1] = target_predict[:, length - 1]
-    return tokens
-
-
-def observed_lengths(outcome):
-    """``L`` as each row reports it, twice: ``num_correct_drafts + 1`` for every row, then
-    the number of index entries other than -1 for every row."""
-    counts = outcome.args["num_correct_drafts"].long().cpu() + 1
-    return torch.cat([counts, (outcome.returned != -1).sum(dim=1).cpu()])
-
-
-def state_after_documented_draws(case):
-    """The CPU generator state after seeding with ``case.seed`` and doing, by hand, exactly
-    the draws SPEC.md documents for the case's length and method; and how many there were."""
-    x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
-    with torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(case.seed)
-        draws = 0
-        if method == "multinomial":
-            torch.normal(mean=x, std=1.0, size=(1,), device="cpu")
-            draws = 1
-        else:
-            clamped = max(1.0, min(max_len, x))
-            lo = math.floor(clamped)
-            if lo < max_len:  # otherwise lo == hi: no draw
-                frac = clamped - lo
-                torch.multinomial(torch.tensor([1 - frac, frac]), 1)
-                draws = 1
-        return torch.get_rng_state(), draws
-
-
-def check_inputs_untouched(outcome, case, device, names):
+def check_inputs_untouched(outcome, case, names):
     """Each named input (when the case has it) is byte-identical after the call, and so is
     the rest of its storage: a write through wrong strides lands in a buffer's gaps."""
     __tracebackhide__ = True
@@ -172,14 +320,14 @@ def check_inputs_untouched(outcome, case, device, names):
             continue
         got = outcome.args[name]
         check_equal(name, got, outcome.before[name], case)
-        fresh = getattr(case, name).on(device)
+        fresh = getattr(case, name).on(outcome.device)
         check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case)
 
 
 def check_index_type(outcome, case, inputs):
     """The result is an int32 tensor of shape ``(bs, W)`` on the device of the input tensor
     ``inputs``: its own device, never the parameter's spelling ("cuda" is cuda:0, "cpu:0" is
-    cpu; issue #9)."""
+    cpu)."""
     __tracebackhide__ = True
     got = outcome.returned
     check(isinstance(got, torch.Tensor), "type(index)", type(got).__name__, "Tensor", case)
@@ -192,7 +340,7 @@ def check_index_type(outcome, case, inputs):
 
 def check_fresh_result(outcome, earlier, case):
     """The result is a tensor sharing storage with no argument of its call and with no
-    result of an earlier call (SPEC.md: "returns a new tensor")."""
+    result of an earlier call (CONTRACT.md §4.6: "returns a new tensor")."""
     __tracebackhide__ = True
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
@@ -215,56 +363,3 @@ def shares_storage(a, b):
         return True
     sa, sb = a.untyped_storage(), b.untyped_storage()
     return sa.nbytes() > 0 and sb.nbytes() > 0 and sa.data_ptr() == sb.data_ptr()
-
-
-def small_case(x, method, seed, spec_steps=3):
-    """A one-request fixed-mode case with length ``x``: cheap enough to run thousands of
-    times for the statistical properties (valid for the eagle and legacy contracts)."""
-    return dataclasses.replace(_small_case(x, method, spec_steps), seed=seed)
-
-
-@functools.lru_cache(maxsize=64)
-def _small_case(x, method, spec_steps):
-    width = spec_steps + 1
-    index = torch.full((1, width), -1, dtype=torch.int32)
-    index[0, 0] = 0
-    return EagleCase(
-        accept_index=TensorArg(index),
-        predict=TensorArg(torch.arange(7, 7 + width, dtype=torch.int32)),
-        num_correct_drafts=TensorArg(torch.tensor([-3], dtype=torch.int32)),
-        candidates=None,
-        target_predict=None,
-        bs=1,
-        spec_steps=spec_steps,
-        simulate_acc_len=x,
-        simulate_acc_method=method,
-        simulate_acc_token_mode="fixed",
-        seed=0,
-    )
-
-
-def sampled_lengths(impl, device, x, method, runs, spec_steps=3):
-    """The lengths the implementation under test gives (entries of the index other than
-    -1) for ``small_case`` with seeds ``0..runs-1``, read back from the device once."""
-    counts = [(impl.run(small_case(x, method, seed, spec_steps), device).returned != -1).sum() for seed in range(runs)]
-    return torch.stack(counts).tolist() if counts else []
-
-
-def dkw_epsilon(runs, false_alarm):
-    """The Dvoretzky-Kiefer-Wolfowitz-Massart bound: for ``runs`` independent draws from any
-    distribution, P(sup_k |F_emp(k) - F(k)| > eps) <= 2 exp(-2 runs eps^2) = ``false_alarm``."""
-    return math.sqrt(math.log(2 / false_alarm) / (2 * runs))
-
-
-def largest_cdf_gap(lengths, probabilities):
-    """``(k, gap)``: the largest ``|F_emp(k) - F(k)|`` over ``k = 1..len(probabilities)``,
-    ``probabilities[k-1]`` being P(L = k)."""
-    runs = len(lengths)
-    worst, emp, cdf = (0, 0.0), 0, 0.0
-    for k, p in enumerate(probabilities, 1):
-        emp += lengths.count(k)
-        cdf += p
-        gap = abs(emp / runs - cdf)
-        if gap > worst[1]:
-            worst = (k, gap)
-    return worst

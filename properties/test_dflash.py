@@ -1,18 +1,16 @@
-"""The DFLASH block layout (SPEC.md, "A second layout: DFLASH"): ``(bs, B)`` blocks, ``L``
-in ``[1, B]``, counts in ``accept_len``/``commit_lens``, tokens in ``out_tokens``/``bonus``.
-Unlike the EAGLE function there is no ``> 0`` check on the length."""
+"""The DFLASH block layout (CONTRACT.md §7): ``(bs, B)`` blocks, ``L`` in ``[1, B]``, counts in
+``accept_len``/``commit_lens``, tokens in ``out_tokens``/``bonus``. Unlike the EAGLE function
+there is no ``> 0`` check on the length."""
 
-import pytest
 import torch
-from hypothesis import given
 
-import strategies as sx
-from properties import support
-from simacc.harness.assertions import check, check_equal
-
-pytestmark = pytest.mark.contracts("dflash")
+from simacc import strategies as sx
+from simacc.harness.assertions import check_equal
+from simacc.harness.catalogue import claim
+from simacc.properties import support
 
 INPUTS = ("candidates", "target_predict", "next_token_logits")
+cases = sx.dflash_cases()
 
 
 def target_tokens(case):
@@ -22,50 +20,46 @@ def target_tokens(case):
     return case.next_token_logits.values.argmax(dim=1).reshape(case.candidates.values.shape)
 
 
-@given(case=sx.dflash_cases())
-def test_dflash_counts_are_length_minus_one_and_length(impl, device, case):
-    outcome = impl.run(case, device)
-    length = support.length_of(impl, outcome, case, "commit_lens")
+@claim("dflash", case=cases)
+def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
+    outcome = simacc.run(case)
+    length = support.length_of(simacc, outcome, case, "commit_lens")
     accept_len, commit_lens = outcome.args["accept_len"], outcome.args["commit_lens"]
     check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), case)
     check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), case)
 
 
-@given(case=sx.dflash_cases(modes=("fixed",)))
-def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(impl, device, case):
-    outcome = impl.run(case, device)
+@claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
+def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
+    outcome = simacc.run(case)
     for name in ("bonus", "out_tokens"):
         got = outcome.args[name]
-        check_equal(name, got, torch.full_like(got, support.FIXED_ID), case)
+        check_equal(name, got, torch.full_like(got, simacc.impl.fixed_token_id), case)
 
 
-@given(case=sx.dflash_cases(modes=("real-draft-token",)))
-def test_dflash_real_mode_tokens_are_drafts_then_bonus(impl, device, case):
-    outcome = impl.run(case, device)
-    length, (bs, block) = support.length_of(impl, outcome, case, "commit_lens"), case.out_tokens.values.shape
+@claim("dflash", case=sx.dflash_cases(modes=("real-draft-token",)))
+def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
+    outcome = simacc.run(case)
+    length, (bs, block) = support.length_of(simacc, outcome, case, "commit_lens"), case.out_tokens.values.shape
     accepted = support.drafts_then_bonus(case.candidates.values, target_tokens(case), length)
     expected = torch.cat([accepted, torch.zeros((bs, block - length), dtype=torch.int64)], dim=1)
     check_equal("out_tokens", outcome.args["out_tokens"].cpu(), expected, case)
     check_equal("bonus", outcome.args["bonus"].cpu(), accepted[:, length - 1], case)
 
 
-@given(case=sx.dflash_cases())
-def test_dflash_inputs_are_never_written(impl, device, case):
-    support.check_inputs_untouched(impl.run(case, device), case, device, INPUTS)
+@claim("dflash", case=cases)
+def test_dflash_inputs_are_never_written(simacc, case):
+    support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
-@pytest.mark.levels("exact")
-@given(case=sx.dflash_cases(min_bs=1))
-def test_dflash_length_matches_the_documented_draw(impl, device, case):
-    outcome = impl.run(case, device)
+@claim("dflash", levels=("exact",), case=sx.dflash_cases(min_bs=1))
+def test_dflash_length_matches_the_documented_draw(simacc, case):
+    outcome = simacc.run(case)
     got = outcome.args["commit_lens"].long().cpu()
     check_equal("L (commit_lens)", got, torch.full_like(got, case.expected_length()), case)
-    state, draws = support.state_after_documented_draws(case)
-    got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
-    want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
-    check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
+    support.check_documented_draws(outcome, case)
 
 
-@given(case=sx.dflash_cases(methods=sx.bad_methods()))
-def test_dflash_rejects_unknown_method_before_writing(impl, device, case):
-    support.check_rejected_untouched(impl.attempt(case, device), case, naming=case.simulate_acc_method)
+@claim("dflash", case=sx.dflash_cases(methods=sx.bad_methods()))
+def test_dflash_rejects_unknown_method_before_writing(simacc, case):
+    support.check_rejected_untouched(simacc.attempt(case), case, naming=case.simulate_acc_method)

@@ -1,22 +1,21 @@
-"""Fixed token mode: the backward-compatible behaviour (SPEC.md step 4 and "Legacy
-behaviour")."""
+"""Fixed token mode: the backward-compatible behaviour (CONTRACT.md §4.4, §6.4)."""
 
-import pytest
 import torch
-from hypothesis import given
 
 import simacc as sa
-import strategies as sx
-from properties import support
+from simacc import strategies as sx
 from simacc.harness.assertions import check, check_equal
+from simacc.harness.catalogue import claim
 
-pytestmark = pytest.mark.contracts("eagle", "legacy")
+CONTRACTS = ("eagle", "legacy")
+fixed_cases = sx.eagle_cases(modes=("fixed",))
 
 
-@given(case=sx.eagle_cases(modes=("fixed",)))
-def test_fixed_mode_fills_predict_with_the_fixed_id(impl, device, case):
-    predict = impl.run(case, device).args["predict"]
-    expected = torch.full(tuple(case.predict.values.shape), support.FIXED_ID, dtype=torch.int32, device=device)
+@claim(*CONTRACTS, case=fixed_cases)
+def test_fixed_mode_fills_predict_with_the_fixed_id(simacc, case):
+    predict = simacc.run(case).args["predict"]
+    expected = torch.full(tuple(case.predict.values.shape), simacc.impl.fixed_token_id, dtype=torch.int32,
+                          device=predict.device)
     check_equal("predict", predict, expected, case)
 
 
@@ -37,13 +36,12 @@ def legacy_run(case, device):
     return returned, args, torch.get_rng_state()
 
 
-@pytest.mark.levels("exact")
-@given(case=sx.eagle_cases(modes=("fixed",)))
-def test_fixed_mode_is_byte_identical_to_legacy(impl, device, case):
-    outcome = impl.run(case, device)
-    returned, args, rng_after = legacy_run(case, device)
+@claim(*CONTRACTS, levels=("exact",), case=fixed_cases)
+def test_fixed_mode_is_byte_identical_to_legacy(simacc, case):
+    outcome = simacc.run(case)
+    returned, args, rng_after = legacy_run(case, outcome.device)
     check_equal("index", outcome.returned, returned, case)
-    check_equal("predict", outcome.args["predict"], args["predict"], case)
+    check_equal("predict", outcome.args["predict"], args["predict"].fill_(simacc.impl.fixed_token_id), case)
     check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], args["num_correct_drafts"], case)
     same = torch.equal(outcome.rng_after, rng_after)
     check(same, "CPU generator state after the call", "a different state", "the legacy code's state", case)

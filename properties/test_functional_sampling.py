@@ -1,17 +1,17 @@
-"""The distribution of ``L`` for the functional contract (SPEC.md, "Semantic conformance"): a
-port draws with its own key, so no single ``L`` can be predicted, but over keys from seeds
-``0..RUNS-1`` the lengths must follow SPEC.md's distribution for the method, for ``x`` below,
-inside (a whole number and a fraction) and above ``[1, W]``.
+"""The distribution of ``L`` for the functional contract (CONTRACT.md §9): a port draws with its
+own key, so no single ``L`` can be predicted, but over keys from seeds ``0..RUNS-1`` the
+lengths must follow the documented distribution for the method, for ``x`` below, inside (a
+whole number and a fraction) and above ``[1, W]``.
 
-As in ``test_sampling.py`` (whose probabilities are reused), the empirical CDF is compared
-with the documented one through the Dvoretzky-Kiefer-Wolfowitz-Massart bound at a false-alarm
-rate of 1e-6 per parametrization: ``eps = sqrt(ln(2 / 1e-6) / (2 * RUNS))``, 0.156 for 300
-runs (not 1000 as there: a JAX call through the bridge costs about a millisecond, and the
-deviations that matter are larger). sglang-jax centres its Gaussian on ``x`` clamped to
-``[1, W]``, which moves the CDF by 0.31 at ``x = 6.5`` and 0.17 at ``x = 0.4``: rejected.
-Where SPEC.md allows a single length (match-expected at a whole clamped ``x``), any other
-is impossible, so ``EXACT_RUNS`` calls and an exact check replace the bound: no false alarm
-at all, and a port wrong one time in five fails with probability 0.999.
+As in ``test_sampling.py``, the empirical CDF is compared with the documented one through the
+Dvoretzky-Kiefer-Wolfowitz-Massart bound at a false-alarm rate of 1e-6 per parametrization:
+``eps = sqrt(ln(2 / 1e-6) / (2 * RUNS))``, 0.156 for 300 runs (not 1000 as there: a JAX call
+through the bridge costs about a millisecond, and the deviations that matter are larger).
+sglang-jax centres its Gaussian on ``x`` clamped to ``[1, W]``, which moves the CDF by 0.31 at
+``x = 6.5`` and 0.17 at ``x = 0.4``: rejected. Where the contract allows a single length
+(match-expected at a whole clamped ``x``), any other is impossible, so ``EXACT_RUNS`` calls
+and an exact check replace the bound: no false alarm at all, and a port wrong one time in
+five fails with probability 0.999.
 """
 
 import collections
@@ -19,24 +19,16 @@ import collections
 import pytest
 import torch
 
-import strategies as sx
-from properties import support
-from properties.test_sampling import (
-    FALSE_ALARM,
-    MAX_LEN,
-    gaussian_probabilities,
-    match_expected_probabilities,
-)
+from simacc import strategies as sx
 from simacc.contract import jaxbridge
-from simacc.harness import selection
 from simacc.harness.assertions import check
 from simacc.harness.cases import FunctionalCase, TensorArg
-
-pytestmark = [pytest.mark.contracts("functional"),
-              pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))]
+from simacc.harness.catalogue import claim
+from simacc.properties import support
 
 RUNS = 300
 EXACT_RUNS = 30
+MAX_LEN = 4
 BS = 4  # the strategies' (4, W, W) shape, with W = MAX_LEN: its code is compiled already
 MATCH_EXPECTED_LENGTHS = [0.4, 2.0, 2.25, 6.5]
 MULTINOMIAL_LENGTHS = [0.4, 2.0, 6.5]
@@ -62,34 +54,33 @@ def probe(x, method, seed, fixed_token_id):
     )
 
 
-def sampled_lengths(impl, device, x, method, runs):
+def sampled_lengths(simacc, x, method, runs):
     """``L`` of each call (accepted slots in the first row's index), seeds ``0..runs-1``."""
-    fixed = selection.fixed_token_id()
-    rows = [impl.run(probe(x, method, seed, fixed), device).returned[0][0] for seed in range(runs)]
+    fixed = simacc.impl.fixed_token_id
+    rows = [simacc.run(probe(x, method, seed, fixed)).returned[0][0] for seed in range(runs)]
     return (torch.stack(rows) != -1).sum(dim=1).tolist()
 
 
-def check_distribution(impl, device, x, method, probabilities):
+def check_lengths(simacc, x, method, probabilities):
     """The lengths of the calls follow ``probabilities`` (``P(L = k)``, ``k = 1..MAX_LEN``)."""
     __tracebackhide__ = True
     only = [k for k, p in enumerate(probabilities, 1) if p == 1.0]
-    lengths = sampled_lengths(impl, device, x, method, EXACT_RUNS if only else RUNS)
-    counts = dict(sorted(collections.Counter(lengths).items()))
+    lengths = sampled_lengths(simacc, x, method, EXACT_RUNS if only else RUNS)
     what = f"{method} L counts (x={x}, max_len={MAX_LEN}, keys from seeds 0..{len(lengths) - 1})"
     if only:
+        counts = dict(sorted(collections.Counter(lengths).items()))
         check(counts.keys() == {only[0]}, what, counts, f"{{{only[0]}: {len(lengths)}}}, the only length allowed", None)
     else:
-        k, gap = support.largest_cdf_gap(lengths, probabilities)
-        eps = support.dkw_epsilon(RUNS, FALSE_ALARM)
-        expected = {k: round(p * RUNS) for k, p in enumerate(probabilities, 1)}
-        check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None)
+        support.check_distribution(lengths, probabilities, what)
 
 
 @pytest.mark.parametrize("x", MATCH_EXPECTED_LENGTHS)
-def test_functional_match_expected_length_has_the_documented_distribution(impl, device, x):
-    check_distribution(impl, device, x, "match-expected", match_expected_probabilities(x))
+@claim("functional", needs=jaxbridge.missing)
+def test_functional_match_expected_length_has_the_documented_distribution(simacc, x):
+    check_lengths(simacc, x, "match-expected", support.match_expected_probabilities(x, MAX_LEN))
 
 
 @pytest.mark.parametrize("x", MULTINOMIAL_LENGTHS)
-def test_functional_multinomial_length_has_the_documented_distribution(impl, device, x):
-    check_distribution(impl, device, x, "multinomial", gaussian_probabilities(x))
+@claim("functional", needs=jaxbridge.missing)
+def test_functional_multinomial_length_has_the_documented_distribution(simacc, x):
+    check_lengths(simacc, x, "multinomial", support.gaussian_probabilities(x, MAX_LEN))

@@ -1,17 +1,14 @@
 """Why the real mode exists: on a chain whose target agrees with exactly the first ``k``
-drafts, real-mode simulation at ``L = k + 1`` is greedy verification (SPEC.md, "Why the
-real mode exists"). That fixed mode differs is shown by a self-test of ``chain_cases`` in
+drafts, real-mode simulation at ``L = k + 1`` is greedy verification (CONTRACT.md §1.3).
+That fixed mode differs is shown by a self-test of ``chain_cases`` in
 ``tests/test_strategies.py``."""
 
-import pytest
 import torch
-from hypothesis import given
 
 import simacc as sa
-import strategies as sx
+from simacc import strategies as sx
 from simacc.harness.assertions import check_equal
-
-pytestmark = pytest.mark.contracts("eagle")
+from simacc.harness.catalogue import claim
 
 
 def greedy_run(case, device):
@@ -23,10 +20,10 @@ def greedy_run(case, device):
     return index, counts, predict
 
 
-@given(case=sx.chain_cases())
-def test_real_mode_equals_greedy_verification(impl, device, case):
-    outcome = impl.run(case, device)
-    index, counts, predict = greedy_run(case, device)
+@claim("eagle", case=sx.chain_cases())
+def test_real_mode_equals_greedy_verification(simacc, case):
+    outcome = simacc.run(case)
+    index, counts, predict = greedy_run(case, outcome.device)
     check_equal("index", outcome.returned, index, case)
     check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], counts.to(torch.int32), case)
     check_equal("predict", outcome.args["predict"], predict, case)

@@ -1,32 +1,31 @@
 """What the call must not touch: its inputs, and through the result, nothing it was given
-(SPEC.md step 6)."""
+(CONTRACT.md §4.6)."""
 
-import pytest
 import torch
-from hypothesis import given
 
-from properties import support
 from simacc.harness.assertions import check, check_equal
+from simacc.harness.catalogue import claim
+from simacc.properties import support
 
-pytestmark = pytest.mark.contracts("eagle", "legacy")
-
+CONTRACTS = ("eagle", "legacy")
 INPUTS = ("accept_index", "candidates", "target_predict")
+cases = support.eagle_cases_for_impl()
 
 
-@given(case=support.eagle_cases())
-def test_inputs_are_never_written(impl, device, case):
-    support.check_inputs_untouched(impl.run(case, device), case, device, INPUTS)
+@claim(*CONTRACTS, case=cases)
+def test_inputs_are_never_written(simacc, case):
+    support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
-@given(case=support.eagle_cases())
-def test_result_is_fresh_across_calls(impl, device, case):
-    first, second = impl.run(case, device), impl.run(case, device)
+@claim(*CONTRACTS, case=cases)
+def test_result_is_fresh_across_calls(simacc, case):
+    first, second = simacc.run(case), simacc.run(case)
     support.check_fresh_result(second, first, case)
 
 
-@given(case=support.eagle_cases())
-def test_result_aliases_no_input(impl, device, case):
-    outcome = impl.run(case, device)
+@claim(*CONTRACTS, case=cases)
+def test_result_aliases_no_input(simacc, case):
+    outcome = simacc.run(case)
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
     args = {name: arg for name, arg in outcome.args.items() if isinstance(arg, torch.Tensor)}

@@ -1,40 +1,56 @@
-"""Promoted regression cases: every file of the corpus (``properties/regressions/``, or
-``SIMACC_REGRESSIONS``), replayed on every run before any random generation (issue #5).
+"""Promoted regression cases, replayed on every run before any random generation: simacc's own
+corpus (``regressions/`` beside this module) and the project's (``--simacc-corpus``,
+``SIMACC_CORPUS``, by default ``simacc-regressions/`` in the rootdir).
 
 Each file is a minimal case that once broke some implementation, promoted with
 ``simacc repro PATH --promote``. It replays the property it was found by, on every device
-under test, against the implementation under test when it follows a contract the case
-applies to (else *not applicable*), and against that contract's reference by default.
+under test, against the implementation under test when its contract can be asked the case
+(else the case is not applicable to it).
 """
+
+from pathlib import Path
 
 import pytest
 
-from simacc.harness import devices
+from simacc import properties
+from simacc.harness import contracts, devices
 from simacc.harness import repro_files as reprofile
-from simacc.harness.impl import CONTRACTS
+from simacc.harness.catalogue import claim
+
+BUILT_IN = Path(__file__).parent / "regressions"
 
 
-def _corpus():
-    params = []
-    for path in sorted(reprofile.corpus_dir().glob("*.json")):
-        try:
-            record = reprofile.load(path)
-        except reprofile.ReproError:
-            params.append(pytest.param(path, id=path.stem))  # the test says what is wrong
-            continue
-        contracts = [record.contract] + [c for c in CONTRACTS if c != record.contract and record.applies_to(c)]
-        params.append(pytest.param(path, id=path.stem, marks=pytest.mark.contracts(*contracts)))
-    return params
+def corpus(settings):
+    """``{"regression": [files]}``: the built-in corpus, then the session's own."""
+    folders = [BUILT_IN] + ([settings.corpus] if settings is not None and settings.corpus.is_dir() else [])
+    files = {path.name: path for folder in folders for path in sorted(folder.glob("*.json"))}
+    return {"regression": [pytest.param(path, id=path.stem) for path in files.values()]}
 
 
-@pytest.mark.parametrize("regression", _corpus())
-def test_regression(impl, device, regression):
+def _read(path):
+    record = reprofile.load(path)
+    return record, properties.of_repro(record)
+
+
+def case_contracts(regression):
+    """The contracts that can be asked the case in ``regression``, its own first (every one
+    for an unusable file: the test reports it)."""
     try:
-        record = reprofile.load(regression)
+        record, prop = _read(regression)
+    except reprofile.ReproError:
+        return contracts.NAMES
+    others = [c for c in contracts.NAMES if c != record.contract]
+    return tuple(c for c in (record.contract, *others) if prop.applies_to_case(c, record.case))
+
+
+@claim(*contracts.NAMES, contracts_of=case_contracts, params=corpus)
+def test_regression(simacc, regression):
+    try:
+        record, prop = _read(regression)
     except reprofile.ReproError as e:
         pytest.fail(f"{regression}: {e}", pytrace=False)
-    if record.property.across_devices and not devices.is_cuda(device):
+    if prop.across_devices and not devices.is_cuda(simacc.device):
         pytest.skip("a property across devices (CPU/CUDA parity) replays under a CUDA parameter")
-    error = record.property.replay(impl, device, record.case)
+    error = prop.replay(simacc, record.case)
     if error is not None:
         raise error

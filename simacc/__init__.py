@@ -1,35 +1,41 @@
 """simacc: a property-based verification harness for simulated acceptance in speculative
-decoding. The contract it checks is SPEC.md; this package holds its reference."""
+decoding. The contract it checks is ``simacc/contract/CONTRACT.md``; this package holds its
+reference.
 
-from simacc.contract.caller import (
-    SimulationSettings,
-    check_token_mode,
-    target_predict_for,
-)
-from simacc.contract.reference import (
-    FIXED_TOKEN_ID,
-    apply_dflash_simulated_acceptance,
-    generate_simulated_accept_index,
-    legacy_generate_simulated_accept_index,
-    simulated_accept,
-    verify_chain_greedy,
-)
-from simacc.contract.sampling import METHODS, sample_simulated_acc_len
-from simacc.contract.validation import TOKEN_MODES
+The names below are imported on first use (PEP 562), so that importing any part of simacc,
+its pytest plugin above all, does not import torch: a project that has simacc installed
+pays nothing for it in a pytest session that does not use it.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "FIXED_TOKEN_ID",
-    "METHODS",
-    "TOKEN_MODES",
-    "SimulationSettings",
-    "apply_dflash_simulated_acceptance",
-    "check_token_mode",
-    "generate_simulated_accept_index",
-    "legacy_generate_simulated_accept_index",
-    "sample_simulated_acc_len",
-    "simulated_accept",
-    "target_predict_for",
-    "verify_chain_greedy",
-]
+_EXPORTS = {
+    "SimulationSettings": "simacc.contract.caller",
+    "check_token_mode": "simacc.contract.caller",
+    "target_predict_for": "simacc.contract.caller",
+    "FIXED_TOKEN_ID": "simacc.contract.reference",
+    "apply_dflash_simulated_acceptance": "simacc.contract.reference",
+    "generate_simulated_accept_index": "simacc.contract.reference",
+    "legacy_generate_simulated_accept_index": "simacc.contract.reference",
+    "simulated_accept": "simacc.contract.reference",
+    "verify_chain_greedy": "simacc.contract.reference",
+    "METHODS": "simacc.contract.sampling",
+    "sample_simulated_acc_len": "simacc.contract.sampling",
+    "TOKEN_MODES": "simacc.contract.validation",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'simacc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

@@ -1,6 +1,10 @@
-"""Hypothesis strategies for simulated-acceptance cases (import as ``sx``)."""
+"""Hypothesis strategies for simulated-acceptance cases (import as ``sx``:
+``from simacc import strategies as sx``).
 
-from strategies.cases import (
+Each takes what it varies as arguments (token modes, sizes, the fixed token id) and reads no
+session state, so it serves any test, a downstream project's included."""
+
+from simacc.strategies.cases import (
     ROOT_LAYOUTS,
     chain_cases,
     dflash_cases,
@@ -8,9 +12,9 @@ from strategies.cases import (
     kernel_cases,
     roots,
 )
-from strategies.functional import SPARE as FUNCTIONAL_SPARE
-from strategies.functional import functional_cases
-from strategies.scalars import (
+from simacc.strategies.functional import SPARE as FUNCTIONAL_SPARE
+from simacc.strategies.functional import functional_cases
+from simacc.strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
     bad_acc_lens,
@@ -23,36 +27,22 @@ from strategies.scalars import (
     token_modes,
     vocab_sizes,
 )
-from strategies.tensors import (
-    arbitrary_int32,
-    decode_layouts,
-    fill,
-    int_tensors,
-    layout_codes,
-    layouts,
-    token_dtypes,
-)
+from simacc.strategies.tensors import token_dtypes
 
 __all__ = [
     "FUNCTIONAL_SPARE",
     "MAX_SPEC_STEPS",
     "ROOT_LAYOUTS",
     "acc_lens",
-    "arbitrary_int32",
     "bad_acc_lens",
     "bad_methods",
     "bad_token_modes",
     "batch_sizes",
     "chain_cases",
-    "decode_layouts",
     "dflash_cases",
     "eagle_cases",
-    "fill",
     "functional_cases",
-    "int_tensors",
     "kernel_cases",
-    "layout_codes",
-    "layouts",
     "methods",
     "roots",
     "seeds",

@@ -18,10 +18,9 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.harness import selection
 from simacc.harness.cases import DflashCase, EagleCase, KernelCase, TensorArg
-from strategies import scalars as sc
-from strategies import tensors as tn
+from simacc.strategies import scalars as sc
+from simacc.strategies import tensors as tn
 
 ROOT_LAYOUTS = ("sglang", "permuted", "spaced")
 
@@ -121,9 +120,7 @@ def eagle_cases(
     methods=None,
     root_layout=None,
 ):
-    """Cases for ``generate_simulated_accept_index`` in the given token ``modes`` (None: those
-    of the implementation under test, :func:`simacc.harness.selection.modes_under_test`,
-    read at every draw: it can change between runs of one property).
+    """Cases for ``generate_simulated_accept_index`` in the given token ``modes``.
 
     Fixed mode may carry trees (``D > W``) or no candidates at all (``None``); real mode is
     a chain (``D == W``). ``acc_lens``/``methods`` replace the default length and method
@@ -133,7 +130,7 @@ def eagle_cases(
     """
     _check_root_layout(root_layout)
     return _eagle_cases(
-        None if modes is None else sc.token_modes(modes),
+        sc.token_modes(modes),
         sc.batch_sizes(min_bs, max_bs),
         sc.spec_steps(0, max_spec_steps),
         acc_lens,
@@ -144,7 +141,7 @@ def eagle_cases(
 
 @st.composite
 def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_layout):
-    mode = draw(sc.token_modes(selection.modes_under_test()) if modes is None else modes, label="mode")
+    mode = draw(modes, label="mode")
     bs = draw(batch_sizes, label="bs")
     steps = draw(spec_steps, label="spec_steps")
     width = steps + 1

@@ -1,4 +1,4 @@
-"""Cases for the functional contract (issue #11, :mod:`simacc.contract.functional`): verify states like
+"""Cases for the functional contract (:mod:`simacc.contract.functional`): verify states like
 the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
 
 Shapes come from a short menu (``SHAPES``), not from ranges: an eager JAX op compiles once
@@ -16,10 +16,9 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.harness import selection
 from simacc.harness.cases import FunctionalCase, TensorArg
-from strategies import scalars as sc
-from strategies import tensors as tn
+from simacc.strategies import scalars as sc
+from simacc.strategies import tensors as tn
 
 # (bs, W, D): one request at width 1, a batch, an empty batch, a tree (D > W: fixed mode only)
 SHAPES = ((1, 1, 1), (4, 4, 4), (0, 4, 4), (2, 3, 5))
@@ -28,8 +27,9 @@ _SEEDS, _METHODS, _VOCABS, _BOOLS = sc.seeds(), sc.methods(), sc.vocab_sizes(), 
 _MASKED = st.integers(0, 3).map(lambda v: v == 3)  # a row in four: most rows valid, so rows can disagree
 
 
-def functional_cases(*, modes=sa.TOKEN_MODES, missing_columns=0):
-    """Cases for the functional contract in the given token ``modes``.
+def functional_cases(*, modes=sa.TOKEN_MODES, missing_columns=0, fixed_token_id=100):
+    """Cases for the functional contract in the given token ``modes``, whose fixed mode must
+    write ``fixed_token_id``.
 
     ``missing_columns > 0`` gives real-mode cases whose ``candidates`` and
     ``target_predict`` have that many columns fewer than ``W`` (calls the contract
@@ -42,7 +42,8 @@ def functional_cases(*, modes=sa.TOKEN_MODES, missing_columns=0):
     if missing_columns:
         modes = ("real-draft-token",)
     chains = tuple(s for s in SHAPES if s[1] == s[2] and s[1] > missing_columns)
-    return _functional_cases(sc.token_modes(modes), st.sampled_from(SHAPES), st.sampled_from(chains), missing_columns)
+    return _functional_cases(sc.token_modes(modes), st.sampled_from(SHAPES), st.sampled_from(chains), missing_columns,
+                             fixed_token_id)
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,7 +76,7 @@ def _roots(draw, bs, d):
 
 
 @st.composite
-def _functional_cases(draw, modes, shapes, chains, missing_columns):
+def _functional_cases(draw, modes, shapes, chains, missing_columns, fixed_token_id):
     mode = draw(modes, label="mode")
     real = mode == "real-draft-token"
     bs, width, d = draw(chains if real else shapes, label="shape")
@@ -101,6 +102,6 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns):
         simulate_acc_len=draw(_acc_lens(width), label="simulate_acc_len"),
         simulate_acc_method=draw(_METHODS, label="method"),
         simulate_acc_token_mode=mode,
-        fixed_token_id=selection.fixed_token_id(),
+        fixed_token_id=fixed_token_id,
         seed=draw(_SEEDS, label="seed"),
     )

@@ -1,13 +1,16 @@
-"""Example tests of what the caller does around the simulation (SPEC.md, "The caller's
-checks"): reading the settings, validating the token mode, and finding ``target_predict``."""
+"""What the caller does around the simulation (CONTRACT.md §5.3): reading the settings,
+validating the token mode, and finding ``target_predict``."""
 
 import dataclasses
 import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 import simacc as sa
+from simacc import strategies as sx
 from simacc.contract import validation
 
 
@@ -119,8 +122,23 @@ def test_real_mode_without_target_predict_needs_matching_logits(logits, bs, draf
         sa.target_predict_for("real-draft-token", None, logits, bs, drafts)
 
 
-# The caller-check properties (properties/test_errors.py) test simacc's own code, so no
-# implementation under test can make them fail; these planted bugs show that they can.
+# The caller's checks are simacc's own code, so they are self-tests here, not properties of an
+# implementation under test; the planted bugs below show that they can fail.
+
+
+@given(mode=sx.bad_token_modes(), topk=st.integers(1, 8))
+def test_caller_rejects_unknown_token_mode(mode, topk):
+    with pytest.raises(ValueError) as raised:
+        sa.check_token_mode(mode, topk)
+    message = str(raised.value)
+    assert repr(mode) in message and all(repr(m) in message for m in sa.TOKEN_MODES), message
+
+
+@given(topk=st.integers(2, 64) | st.integers(-4, 0))
+def test_caller_rejects_real_mode_on_trees(topk):
+    with pytest.raises(ValueError) as raised:
+        sa.check_token_mode("real-draft-token", topk)
+    assert f"topk={topk}" in str(raised.value), str(raised.value)
 
 
 def _accepts_trees(mode, topk):
@@ -133,16 +151,14 @@ def _vague(mode, topk):
 
 
 @pytest.mark.parametrize(
-    "planted, prop, error",
+    "planted, test, error",
     [
-        (_accepts_trees, "test_caller_rejects_real_mode_on_trees", pytest.fail.Exception),
-        (_vague, "test_caller_rejects_real_mode_on_trees", AssertionError),
-        (_vague, "test_caller_rejects_unknown_token_mode", AssertionError),
+        (_accepts_trees, test_caller_rejects_real_mode_on_trees, pytest.fail.Exception),
+        (_vague, test_caller_rejects_real_mode_on_trees, AssertionError),
+        (_vague, test_caller_rejects_unknown_token_mode, AssertionError),
     ],
 )
-def test_the_caller_properties_reject_a_planted_bug(monkeypatch, planted, prop, error):
-    from properties import test_errors
-
+def test_the_caller_checks_reject_a_planted_bug(monkeypatch, planted, test, error):
     monkeypatch.setattr(sa, "check_token_mode", planted)
     with pytest.raises(error):
-        getattr(test_errors, prop)()
+        test()

@@ -1,14 +1,13 @@
-"""``simacc check``: verdicts, exit codes, JSON, xfails, progress, device spellings and
-robustness against hanging, crashing or interrupted runs (issues #4, #9, #10.3, #12.3, #14).
+"""``simacc check``: verdicts, exit codes, JSON, JUnit, xfails, progress, device spellings
+and robustness against hanging, crashing or interrupted runs.
 
-The suite runs in this process (``pytest.main``), so these tests keep each check small: a
-few properties (``--property``), a few examples, no xdist workers (``-n 0``) unless the test
-is about them, and a fixed seed. They run in ``tmp_path``, outside the repository: the
+Each check starts a pytest session in a child process, so these tests keep each check small:
+a few properties (``--property``), a few examples, no xdist workers (``-n 0``) unless the
+test is about them, and a fixed seed. They run in ``tmp_path``, outside the repository: the
 example database and repro files land there, and every check shows that ``simacc check``
-works from any folder.
+works from any folder. The verdict's own logic is tested on made-up results, without a run.
 """
 
-import importlib
 import io
 import json
 import os
@@ -21,19 +20,18 @@ import time
 
 import pytest
 import torch
-from hypothesis import core, settings
+from hypothesis import settings
 
-from simacc import zoo
+from simacc import properties, zoo
 from simacc.commands import check, cli, verdict
-from simacc.harness import catalogue, impl, selection
+from simacc.harness import contracts
 
-EAGLE = ", ".join(impl.EAGLE_PARAMS)
+EAGLE = ", ".join(contracts.EAGLE_PARAMS)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
 COUNT = "num_correct_drafts_is_length_minus_one"
 FIXED = "fixed_mode_fills_predict_with_the_fixed_id"
 REAL = "real_mode_writes_drafts_then_bonus_at_accepted_slots"
 DFLASH = "dflash_counts_are_length_minus_one_and_length"
-CALLER = "caller_rejects_unknown_token_mode"
 REFERENCE = "simacc:generate_simulated_accept_index"
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 
@@ -106,13 +104,13 @@ def test_on_a_terminal_the_progress_is_one_line_rewritten_in_place(workdir, caps
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     monkeypatch.setenv("COLUMNS", "200")  # the status line is cut to the terminal's width
-    code, out, _ = run(capsys, REFERENCE, properties=(INDEX, DFLASH))
+    code, out, _ = run(capsys, REFERENCE, properties=(INDEX, COUNT))
     shown = terminal.getvalue()
     assert code == 0 and shown.endswith("\n") and shown.count("\n") == 1  # one line, ended before the table
     states = [state.rstrip() for state in shown.rstrip("\n").split("\r")[1:]]
-    assert f"[0/2] - {DFLASH}[cpu]" in states and f"[1/2] 1 skipped - {INDEX}[cpu]" in states
-    assert states[-1] == "[2/2] 1 pass, 1 skipped"
-    assert rows(out) == {DFLASH: "not applicable", INDEX: "pass"}
+    assert f"[0/2] - {INDEX}[cpu]" in states and f"[1/2] 1 pass - {COUNT}[cpu]" in states, states
+    assert states[-1] == "[2/2] 2 pass"
+    assert rows(out) == {INDEX: "pass", COUNT: "pass"}
 
 
 def test_quiet_prints_the_verdict_alone(workdir, capsys, monkeypatch):
@@ -124,11 +122,12 @@ def test_quiet_prints_the_verdict_alone(workdir, capsys, monkeypatch):
 
 
 def test_the_legacy_reference_passes_with_the_real_mode_properties_not_applicable(workdir, capsys):
-    code, out, _ = run(capsys, "simacc:legacy_generate_simulated_accept_index", "--contract", "legacy",
-                       properties=(FIXED, REAL))
+    code, out, _ = run(capsys, "simacc:legacy_generate_simulated_accept_index", "--contract", "legacy", "--json",
+                       "v.json", properties=(FIXED, REAL))
     assert code == 0
-    assert rows(out) == {FIXED: "pass", REAL: "not applicable"}
-    assert "contract 'legacy' (applies to eagle)" in out
+    assert rows(out) == {FIXED: "pass"} and summary(out) == "CONFORMANT: 1 pass, 1 not applicable (exit 0)"
+    reasons = json.loads((workdir / "v.json").read_text())["not_applicable"]
+    assert list(reasons.values()) == ["contract 'legacy' (it applies to eagle)"]
 
 
 def test_a_buggy_file_fails_the_right_property_and_the_json_says_so(workdir, capsys):
@@ -175,31 +174,42 @@ def test_a_crashing_worker_fails_its_property_and_the_others_still_run(workdir, 
     code, out, _ = run(capsys, spec, "-n", "1", properties=(FIXED, REAL))
     assert code == 1
     assert rows(out) == {FIXED: "FAIL", REAL: "pass"}
-    assert "crashed while running" in out
+    assert "the worker process died while running it" in out
 
 
-def test_ctrl_c_stops_the_check_with_exit_130_even_when_the_implementation_swallows_it(workdir, capsys):
-    # with -n 0 a Ctrl-C lands in the implementation, whose runner would report it as the
-    # implementation's error; here the implementation itself swallows it
-    swallow = "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(1)\nexcept KeyboardInterrupt:\n    pass\n"
-    spec = impl_file(workdir, swallow + REFERENCE_CALL + "return out\n")
-    handler = signal.getsignal(signal.SIGINT)
-    code, out, err = run(capsys, spec, properties=(INDEX, REAL))
-    assert code == 130 and err.endswith("simacc check: interrupted\n")
-    assert "CONFORMANT" not in out and signal.getsignal(signal.SIGINT) is handler
+def test_an_implementation_that_ends_its_process_in_a_call_is_not_conformant(workdir, capsys):
+    # with -n 0 the one process of the session ends, with exit code 0: no result is a success
+    spec = impl_file(workdir, "os._exit(0)\n")
+    code, out, _ = run(capsys, spec, properties=(INDEX, COUNT))
+    assert code == 1 and rows(out) == {f"{INDEX}": "FAIL", f"{COUNT}": "FAIL"}, out
+    assert "the pytest process ended early, with exit code 0" in out
+
+
+def test_ctrl_c_stops_the_check_with_exit_130_and_prints_the_verdict_so_far(workdir):
+    # a real Ctrl-C reaches the command and its session (one process group, as on a terminal)
+    spec = impl_file(workdir, "time.sleep(0.5)\n" + REFERENCE_CALL + "return out\n")
+    command = [sys.executable, "-m", "simacc", "check", spec, "--device", "cpu", "--max-examples", "50", "--seed", "0",
+               "-n", "0", "--property", INDEX]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    header = proc.stdout.readline()  # printed once the session has loaded the implementation
+    assert header.startswith("simacc check"), header
+    time.sleep(1.0)  # some examples into the property
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.endswith("simacc check: interrupted\n"), err
+    assert summary(out).startswith("INTERRUPTED: ") and summary(out).endswith("(exit 130)"), out
 
 
 def test_a_check_leaves_this_process_as_it_found_it(workdir, capsys):
-    before = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
-              signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), selection.modes_under_test())
+    before = (settings.get_current_profile_name(), list(sys.path), dict(os.environ), signal.getsignal(signal.SIGINT),
+              signal.getsignal(signal.SIGALRM), sorted(sys.modules))
     rng = torch.get_rng_state()
-    profile = "thorough" if before[0] != "thorough" else "ci"
-    code, _, _ = run(capsys, "simacc:legacy_generate_simulated_accept_index", "--hypothesis-profile", profile,
-                     properties=(INDEX,))
+    spec = impl_file(workdir, REFERENCE_CALL + "return out\n")
+    code, _, _ = run(capsys, spec, "--profile", "thorough", properties=(INDEX,))
     assert code == 0
-    after = (settings.get_current_profile_name(), core.global_force_seed, list(sys.path), dict(os.environ),
-             signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM), selection.modes_under_test())
-    assert after == before and torch.equal(torch.get_rng_state(), rng)
+    after = (settings.get_current_profile_name(), list(sys.path), dict(os.environ), signal.getsignal(signal.SIGINT),
+             signal.getsignal(signal.SIGALRM), sorted(sys.modules))
+    assert after == before and torch.equal(torch.get_rng_state(), rng)  # the implementation was never imported here
 
 
 def test_each_check_runs_the_examples_it_asks_for_whatever_ran_before(workdir, capsys):
@@ -229,7 +239,7 @@ CORRECT = [(REFERENCE, "exact"), (zoo.CORRECT["per_row_loop"].spec, "exact")]
 
 @pytest.mark.parametrize("spec, level", CORRECT, ids=[spec.split(":")[1] for spec, _ in CORRECT])
 def test_an_indexed_cpu_spelling_is_conformant_for_every_correct_implementation(workdir, capsys, spec, level):
-    # issue #9: --device accepted only cpu, cuda and all, and the index was compared with the spelling
+    # --device once accepted only cpu, cuda and all, and the index was compared with the spelling
     code, out, _ = run(capsys, spec, "--device", "cpu:0", "--level", level, "--max-examples", "1", "--seed", "0",
                        "-n", "0", properties=["regression", *on_a_device()], small=False)
     assert code == 0, out
@@ -247,20 +257,14 @@ def test_simacc_device_takes_an_indexed_spelling_too(workdir, capsys, monkeypatc
 
 def on_a_device():
     """Every property that a case replays on a device: all but the statistical ones (a
-    second each, whatever --max-examples says) and the caller's checks (no device)."""
-    return [
-        name.removeprefix("test_")
-        for module in catalogue.property_modules()
-        for name, test in vars(importlib.import_module(module)).items()
-        if name.startswith("test_") and catalogue.replayable(test)
-    ]
+    second each, whatever --max-examples says)."""
+    return [prop.id for prop in properties.every_property() if prop.replayable]
 
 
 @no_cuda
-def test_checking_on_cuda_without_cuda_checks_nothing_and_exits_5_though_the_caller_checks_pass(workdir, capsys):
-    # the caller's checks test simacc's own code: passing, they say nothing about the implementation
-    code, out, _ = run(capsys, REFERENCE, "--json", "v.json", "--device", "cuda", properties=(INDEX, CALLER))
-    assert code == 5 and rows(out) == {CALLER: "pass"}
+def test_checking_on_cuda_without_cuda_checks_nothing_and_exits_5(workdir, capsys):
+    code, out, _ = run(capsys, REFERENCE, "--json", "v.json", "--device", "cuda", properties=(INDEX, COUNT))
+    assert code == 5 and rows(out) == {INDEX: "skipped", COUNT: "skipped"}
     assert summary(out) == "NOTHING CHECKED: every property was skipped: no CUDA: torch.cuda.is_available() is False (exit 5)"
     data = json.loads((workdir / "v.json").read_text())
     assert (data["verdict"], data["exit_code"]) == ("nothing checked", 5)
@@ -276,8 +280,8 @@ def test_checking_all_devices_without_cuda_checks_the_cpu_and_exits_0_with_a_not
 
 def test_a_contract_with_no_applicable_property_exits_5_and_says_why(workdir, capsys):
     code, out, _ = run(capsys, "simacc:apply_dflash_simulated_acceptance", properties=(INDEX, COUNT))
-    assert code == 5 and rows(out) == {INDEX: "not applicable", COUNT: "not applicable"}
-    assert summary(out).startswith("NOTHING CHECKED: every property was not applicable: contract 'dflash'")
+    assert code == 5 and "property" not in out.splitlines()[-3:][0]  # no rows
+    assert summary(out).startswith("NOTHING CHECKED: every property was not applicable: contract 'dflash'"), out
 
 
 def test_a_property_filter_that_matches_nothing_exits_5_and_says_why(workdir, capsys):
@@ -296,24 +300,36 @@ def test_the_help_lists_every_exit_code(capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["simacc_no_such_module:fn"], "module 'simacc_no_such_module' not found"),
-        (["simacc:no_such_function"], "has no attribute 'no_such_function'"),
-        (["simacc:__version__"], "not callable"),
-        (["simacc:sample_simulated_acc_len"], "fits no contract"),
-        ([REFERENCE, "--contract", "dflash"], "does not fit contract 'dflash'"),
-        ([REFERENCE, "--xfails", "missing.txt"], "--xfails missing.txt"),
-        ([REFERENCE, "--json", "no/such/folder/v.json"], "--json no/such/folder/v.json"),
-        ([REFERENCE, "--hypothesis-profile", "nightly"], "unknown Hypothesis profile 'nightly'"),
+        ([REFERENCE, "--xfails", "missing.txt"], "xfails file"),
+        ([REFERENCE, "--json", "no/such/folder/v.json"], "no/such/folder/v.json: no such folder"),
+        ([], "no implementation selected"),
     ],
 )
-def test_a_bad_argument_exits_2_with_one_line_before_any_test_runs(workdir, capsys, monkeypatch, argv, fragment):
+def test_a_bad_argument_exits_2_with_one_line_before_any_session_starts(workdir, capsys, monkeypatch, argv, fragment):
     def no_session(*args, **kwargs):
-        raise AssertionError("the suite must not start")
+        raise AssertionError("the session must not start")
 
-    monkeypatch.setattr(check, "_session", no_session)
+    monkeypatch.setattr(check.session, "run", no_session)
+    monkeypatch.delenv("SIMACC_IMPL", raising=False)
     code, out, err = run(capsys, *argv, small=False)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("simacc check: error: ") and fragment in err
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["simacc_no_such_module:fn"], "module 'simacc_no_such_module' not found"),
+        (["simacc:no_such_function"], "has no attribute 'no_such_function'"),
+        (["simacc:sample_simulated_acc_len"], "fits no contract"),
+        ([REFERENCE, "--contract", "dflash"], "does not fit contract 'dflash'"),
+    ],
+)
+def test_an_implementation_that_does_not_load_exits_2_with_one_line_before_any_property_runs(workdir, capsys, argv,
+                                                                                             fragment):
+    code, out, err = run(capsys, *argv, "-q", small=False)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("simacc check: error: ") and fragment in err, err
 
 
 def test_a_file_that_raises_on_import_exits_2_with_one_line(workdir, capsys):
@@ -324,82 +340,91 @@ def test_a_file_that_raises_on_import_exits_2_with_one_line(workdir, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--device", "tpu"], ["--device", "cpu:x"], ["--contract", "medusa"],
-                                  ["--timeout", "0"], ["-n", "-1"]])
+                                  ["--timeout", "0"], ["-n", "-1"], ["--profile", "nightly"]])
 def test_a_bad_option_value_is_an_argparse_usage_error(capsys, argv):
     with pytest.raises(SystemExit) as info:
         cli.main(["check", *argv])
     assert info.value.code == 2
 
 
-def report(nodeid, when, outcome, **extra):
-    return {"nodeid": nodeid, "when": when, "outcome": outcome, "duration": 0.5,
-            "user_properties": extra.pop("user_properties", []), **extra}
-
-
-def finished(nodeid, outcome="passed", examples=None, **extra):
-    props = [("simacc_examples", examples)] if examples is not None else []
-    return [report(nodeid, "setup", "passed"), report(nodeid, "call", outcome, user_properties=props, **extra),
-            report(nodeid, "teardown", "passed", user_properties=props)]
-
-
-def skipped(nodeid, reason):
-    return [report(nodeid, "setup", "skipped", reason=reason), report(nodeid, "teardown", "passed")]
+def result(nodeid, status="pass", examples=None, message=""):
+    """A result event of the stream, as the session's controller writes it."""
+    device = nodeid.rstrip("]").rpartition("[")[2]
+    return verdict.result_of({"nodeid": nodeid, "property": nodeid.split("::test_")[1].split("[")[0],
+                              "device": device, "status": status, "examples": examples, "message": message,
+                              "seconds": 0.5})
 
 
 def test_devices_that_agree_share_a_row_and_a_device_skipped_everywhere_is_one_note():
-    records = [*finished("p/t.py::test_a[cpu]", examples=5), *skipped("p/t.py::test_a[cuda]", "no CUDA"),
-               *finished("p/t.py::test_b[cpu]", examples=5), *skipped("p/t.py::test_b[cuda]", "no CUDA")]
-    result = verdict.build({}, [], records)
-    assert [(r.id, r.status, r.examples, r.devices) for r in result.results] == [
+    results = [result("p/t.py::test_a[cpu]", examples=5), result("p/t.py::test_a[cuda]", "skipped", message="no CUDA"),
+               result("p/t.py::test_b[cpu]", examples=5), result("p/t.py::test_b[cuda]", "skipped", message="no CUDA")]
+    got = verdict.build({}, [], results)
+    assert [(r.id, r.status, r.examples, r.devices) for r in got.results] == [
         ("a", "pass", 5, ("cpu",)), ("b", "pass", 5, ("cpu",))]
-    assert result.notes == ["cuda: every property skipped (no CUDA)"] and result.exit_code == 0
+    assert got.notes == ["cuda: every property skipped (no CUDA)"] and got.exit_code == 0
 
 
 def test_a_device_that_was_not_selected_keeps_its_rows_that_say_why():
-    records = [*finished("p/t.py::test_a[cpu]", examples=5),
-               *skipped("p/t.py::test_parity[cuda]", "compares a CUDA device with the CPU, and --device selects no CUDA device")]
-    result = verdict.build({"devices": ["cpu"]}, [], records)
-    assert [(r.id, r.status) for r in result.results] == [("a", "pass"), ("parity", "skipped")] and not result.notes
+    results = [result("p/t.py::test_a[cpu]", examples=5),
+               result("p/t.py::test_parity[cuda]", "skipped", message="--simacc-device selects no CUDA device")]
+    got = verdict.build({"devices": ["cpu"]}, [], results)
+    assert [(r.id, r.status) for r in got.results] == [("a", "pass"), ("parity", "skipped")] and not got.notes
 
 
 def test_each_failing_device_gets_its_own_row():
-    records = [*finished("p/t.py::test_a[cpu]", examples=5),
-               *finished("p/t.py::test_a[cuda:1]", "failed", examples=2, crash="AssertionError: x=1, but should be 2")]
-    result = verdict.build({}, [], records)
-    assert [(r.id, r.status) for r in result.results] == [("a[cpu]", "pass"), ("a[cuda:1]", "FAIL")]
-    assert result.results[1].message == "AssertionError: x=1, but should be 2" and result.exit_code == 1
+    results = [result("p/t.py::test_a[cpu]", examples=5),
+               result("p/t.py::test_a[cuda:1]", "FAIL", examples=2, message="AssertionError: x=1, but should be 2")]
+    got = verdict.build({}, [], results)
+    assert [(r.id, r.status) for r in got.results] == [("a[cpu]", "pass"), ("a[cuda:1]", "FAIL")]
+    assert got.results[1].message == "AssertionError: x=1, but should be 2" and got.exit_code == 1
 
 
 def test_expected_failures_pass_and_unexpected_passes_fail():
-    xfailed = finished("p/t.py::test_a[cpu]", "skipped", wasxfail="listed", crash="AssertionError: no")
-    xpassed = finished("p/t.py::test_b[cpu]", "failed", crash="[XPASS(strict)] listed")
+    xfailed = [result("p/t.py::test_a[cpu]", "expected failure", message="AssertionError: no")]
+    xpassed = [result("p/t.py::test_b[cpu]", "unexpected pass", message="[XPASS(strict)] listed")]
     assert verdict.build({}, [], xfailed).exit_code == 0
-    result = verdict.build({}, [], xfailed + xpassed)
-    assert [r.status for r in result.results] == ["expected failure", "unexpected pass"] and result.exit_code == 1
+    got = verdict.build({}, [], xfailed + xpassed)
+    assert [r.status for r in got.results] == ["expected failure", "unexpected pass"] and got.exit_code == 1
+    assert got.results[1].message == "listed in the xfails file, but passed"
 
 
-def test_a_test_that_never_finished_is_a_failure_that_says_why():
-    records = [report("p/t.py::test_a[cpu]", "setup", "passed")]
-    result = verdict.build({}, ["p/t.py::test_a[cpu]", "p/t.py::test_b[cpu]"], records, "pytest stopped with exit code -11")
-    assert [r.status for r in result.results] == ["FAIL", "FAIL"]
-    assert "died while running it (pytest stopped with exit code -11)" in result.results[0].message
-    assert result.results[1].message == "not run: pytest stopped with exit code -11"
+def test_a_test_without_a_result_is_a_failure_that_says_why_unless_interrupted():
+    collected = ["p/t.py::test_a[cpu]", "p/t.py::test_b[cpu]"]
+    got = verdict.build({}, collected, [result(collected[0])], stopped="the pytest process ended early, with exit code 0")
+    assert [r.status for r in got.results] == ["pass", "FAIL"] and got.exit_code == 1
+    assert got.results[1].message == "not run: the pytest process ended early, with exit code 0"
+    stopped = verdict.build({}, collected, [result(collected[0])], stopped="interrupted", interrupted=True)
+    assert [r.status for r in stopped.results] == ["pass", "skipped"] and stopped.outcome == "interrupted"
+    assert verdict.render(stopped).endswith("INTERRUPTED: 1 pass, 1 skipped (exit 130)")
 
 
 def test_every_property_skipped_is_nothing_checked_with_exit_5_and_the_reason():
-    result = verdict.build({}, [], skipped("p/t.py::test_a[cuda]", "no CUDA") + skipped("p/t.py::test_b[cuda]", "no CUDA"))
-    assert (result.exit_code, result.outcome, result.reason) == (5, "nothing checked", "every property was skipped: no CUDA")
-    assert result.to_json()["verdict"] == "nothing checked"
-    assert verdict.render(result).endswith("\n\nNOTHING CHECKED: every property was skipped: no CUDA (exit 5)")
+    got = verdict.build({}, [], [result("p/t.py::test_a[cuda]", "skipped", message="no CUDA"),
+                                 result("p/t.py::test_b[cuda]", "skipped", message="no CUDA")])
+    assert (got.exit_code, got.outcome, got.reason) == (5, "nothing checked", "every property was skipped: no CUDA")
+    assert got.to_json()["verdict"] == "nothing checked"
+    assert verdict.render(got).endswith("\n\nNOTHING CHECKED: every property was skipped: no CUDA (exit 5)")
+
+
+def test_the_junit_report_names_each_test_with_its_module_and_carries_the_replay_command():
+    failed = result("simacc/properties/test_index.py::test_index_rows[cpu]", "FAIL", message="AssertionError: x<1")
+    failed.replay = "simacc repro failures/x.json"
+    got = verdict.build({"impl": "m:f"}, [], [failed, result("simacc/properties/test_index.py::test_counts[cpu]")],
+                        {"simacc/properties/test_dflash.py::test_dflash_x[cpu]": "contract 'eagle'"})
+    xml = verdict.junit(got)
+    assert 'classname="simacc.properties.test_index" name="index_rows"' in xml
+    assert 'tests="2" failures="1"' in xml and '<property name="not_applicable" value="1"/>' in xml
+    assert "AssertionError: x&lt;1" in xml and "replay: simacc repro failures/x.json" in xml
+    assert "test_dflash" not in xml.split("</properties>")[1]
 
 
 @pytest.mark.parametrize("selected, reason", [
-    ("cpu", "--device selects no CUDA device"),
-    ("cuda:7", "--device selects no CPU"),
+    ("cpu", "--simacc-device selects no CUDA device"),
+    ("cuda:7", "--simacc-device selects no CPU"),
     ("cpu,cuda:7", "no cuda:7" if torch.cuda.is_available() else "no CUDA"),
 ])
 def test_the_parity_properties_honour_the_device_selection(workdir, capsys, selected, reason):
-    # issue #14: they ran whenever CUDA existed, whatever --device said
+    # they once ran whenever CUDA existed, whatever --device said
     code, out, _ = run(capsys, REFERENCE, "--device", selected, "--max-examples", "1", "-n", "0",
                        properties=["cuda_matches_cpu_byte_for_byte"], small=False)
     assert code == 5 and reason in out, out

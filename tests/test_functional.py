@@ -1,4 +1,4 @@
-"""The functional contract's machinery (issue #11): inference and the ``jax`` call style, the
+"""The functional contract's machinery: inference and the ``jax`` call style, the
 torch <-> JAX bridge, the check's fixed token id, the case strategy, and the zoo's port in
 sglang-jax's convention."""
 
@@ -6,10 +6,11 @@ import pytest
 import torch
 from hypothesis import find, given, settings
 
-import strategies as sx
+from simacc import strategies as sx
 from simacc.contract import jaxbridge
-from simacc.harness import impl, selection
-from strategies.functional import SHAPES
+from simacc.harness import impl
+from simacc.harness import settings as opts
+from simacc.strategies.functional import SHAPES
 
 needs_jax = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))
 
@@ -91,14 +92,12 @@ def test_a_result_that_is_not_three_arrays_is_a_one_line_type_error():
 # -- the fixed token id -------------------------------------------------------------------
 
 
-def test_the_fixed_token_id_is_the_checks_then_the_variables_then_100(monkeypatch):
-    monkeypatch.delenv("SIMACC_FIXED_TOKEN_ID", raising=False)
-    assert selection.fixed_token_id() == 100
-    monkeypatch.setenv("SIMACC_FIXED_TOKEN_ID", "7")
-    assert selection.fixed_token_id() == 7
-    with selection.checking_fixed_token_id(32):
-        assert selection.fixed_token_id() == 32
-    assert selection.fixed_token_id() == 7
+def test_the_fixed_token_id_is_the_option_then_the_variable_then_100():
+    assert opts.resolve({}, environ={}).fixed_token_id is None
+    assert impl.reference("functional").fixed_token_id == 100
+    assert opts.resolve({}, environ={"SIMACC_FIXED_TOKEN_ID": "7"}).fixed_token_id == 7
+    assert opts.resolve({"fixed_token_id": 32}, environ={"SIMACC_FIXED_TOKEN_ID": "7"}).fixed_token_id == 32
+    assert impl.reference("functional", fixed_token_id=32).fixed_token_id == 32
 
 
 @pytest.mark.parametrize("text, fragment", [("abc", "must be a whole number, got 'abc'"),
@@ -106,7 +105,7 @@ def test_the_fixed_token_id_is_the_checks_then_the_variables_then_100(monkeypatc
                                             (str(2**31), "must be in [0, 2147483647]")])
 def test_a_bad_fixed_token_id_is_a_one_line_value_error(text, fragment):
     with pytest.raises(ValueError) as raised:
-        selection.parse_fixed_token_id(text)
+        opts.fixed_token_id(text)
     assert fragment in str(raised.value) and "\n" not in str(raised.value)
 
 
@@ -144,14 +143,10 @@ def test_functional_cases_shrink_toward_an_empty_batch_then_one_valid_request_in
     assert (case.simulate_acc_token_mode, case.simulate_acc_len, case.seed) == ("fixed", 1.0, 0)
 
 
-def test_cases_carry_the_checks_fixed_token_id():
-    @settings(max_examples=5, database=None)
-    @given(case=sx.functional_cases())
-    def carries_32(case):
-        assert case.fixed_token_id == 32
-
-    with selection.checking_fixed_token_id(32):
-        carries_32()
+@settings(max_examples=5, database=None)
+@given(case=sx.functional_cases(fixed_token_id=32))
+def test_cases_carry_the_fixed_token_id_asked_for(case):
+    assert case.fixed_token_id == 32
 
 
 # -- the zoo's port in sglang-jax's convention --------------------------------------------

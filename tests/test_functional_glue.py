@@ -1,4 +1,4 @@
-"""The README's glue (issue #11), run as written: the worked example of "Checking a JAX port"
+"""The README's glue, run as written: the worked example of "Checking a JAX port"
 adapts a port in sglang-jax's convention to simacc's functional contract. Against the zoo's
 correct port it passes the whole catalogue with ``--fixed-token-id 32`` (and fails only
 fixed mode without it); against the port with sglang-jax's clamped-mean Gaussian it fails
@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
-from properties import test_functional_sampling as sampling
+from simacc import properties
 from simacc.contract import jaxbridge
-from simacc.harness import impl, inprocess, selection
+from simacc.harness import impl, inprocess, profiles
 from simacc.harness.runner import Runner
+from simacc.harness.status import Status
+from simacc.properties import test_functional_sampling as sampling
 from simacc.zoo import sglang_jax, sglang_jax_clamped
 
 pytestmark = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 FIXED_PROPERTY = "functional_fixed_mode_fills_predict_with_the_fixed_id"
-ACCEPTING = settings(settings.get_profile("ci"), database=None, max_examples=20,
+ACCEPTING = settings(profiles.for_session("ci"), database=None, max_examples=20,
                      phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
@@ -44,9 +46,9 @@ def glued(tmp_path, monkeypatch):
     path = tmp_path / "glue.py"
     path.write_text(readme_glue())
 
-    def load(port):
+    def load(port, fixed_token_id=None):
         monkeypatch.setitem(sys.modules, "my_port", port)
-        return impl.load(f"{path}:generate")
+        return impl.load(f"{path}:generate", fixed_token_id=fixed_token_id)
 
     return load
 
@@ -57,20 +59,19 @@ def test_the_readme_glue_is_a_functional_impl(glued):
 
 
 def test_the_glued_port_passes_every_property_with_fixed_token_id_32(glued):
-    with selection.checking_fixed_token_id(sglang_jax.FIXED_TOKEN_ID):
-        results = inprocess.run(glued(sglang_jax), "cpu", settings=ACCEPTING)
-    applicable = [r for r in results if r.status != inprocess.NOT_APPLICABLE]
-    failed = [f"{r.id}: {r.status} {r.message} [{r.case}]" for r in applicable if r.status != inprocess.PASS]
+    results = inprocess.run(glued(sglang_jax, sglang_jax.FIXED_TOKEN_ID), "cpu", properties.every_property(),
+                            settings=ACCEPTING)
+    applicable = [r for r in results if r.status != Status.NOT_APPLICABLE]
+    failed = [f"{r.id}: {r.status} {r.message} [{r.case}]" for r in applicable if r.status != Status.PASS]
     assert applicable and not failed, failed
 
 
 def test_without_fixed_token_id_32_the_glued_port_fails_fixed_mode(glued):
-    results = inprocess.run(glued(sglang_jax), "cpu", select={FIXED_PROPERTY}, settings=ACCEPTING)
-    assert [(r.id, r.status) for r in results] == [(FIXED_PROPERTY, inprocess.FAIL)]
+    results = inprocess.run(glued(sglang_jax), "cpu", [properties.find(FIXED_PROPERTY)], settings=ACCEPTING)
+    assert [(r.id, r.status) for r in results] == [(FIXED_PROPERTY, Status.FAIL)]
     assert "should be 100" in results[0].message
 
 
 def test_the_glued_clamped_mean_port_fails_the_multinomial_distribution_above_the_width(glued):
-    port = glued(sglang_jax_clamped)
-    with selection.testing(port), Runner(port) as runner, pytest.raises(AssertionError, match="multinomial L counts"):
-        sampling.test_functional_multinomial_length_has_the_documented_distribution(impl=runner, device="cpu", x=6.5)
+    with Runner(glued(sglang_jax_clamped)) as runner, pytest.raises(AssertionError, match="multinomial L counts"):
+        sampling.test_functional_multinomial_length_has_the_documented_distribution(simacc=runner, x=6.5)

@@ -1,5 +1,5 @@
-"""Self-tests of ``simacc fuzz`` (issue #5): it explores until the time is up, reports each
-distinct failure once (a failure found again rewrites its own repro file, issue #14), and stops
+"""Self-tests of ``simacc fuzz``: it explores until the time is up, reports each
+distinct failure once (a failure found again rewrites its own repro file), and stops
 cleanly on Ctrl-C with what it found. Only the Ctrl-C test starts ``simacc fuzz`` as a process
 of its own (a real signal); the others call it here, and only its rounds are processes."""
 
@@ -14,6 +14,7 @@ import pytest
 from simacc.commands import cli, fuzz
 from simacc.harness import repro_files as reprofile
 
+REFERENCE = "simacc:generate_simulated_accept_index"
 BUGGY = '''
 import simacc as sa
 
@@ -48,7 +49,7 @@ def test_fuzz_writes_a_repro_file_for_a_planted_bug_and_keeps_it_on_ctrl_c(tmp_p
     assert "interrupted after" in out and f"new failure: found{os.sep}num_correct_drafts_is_length_minus_one-cpu-" in out
     assert "simacc/commands/fuzz.py" not in out  # no traceback of our own
     (found,) = (tmp_path / "found").glob("*.json")
-    assert reprofile.load(found).property.id == "num_correct_drafts_is_length_minus_one"
+    assert reprofile.load(found).property == "num_correct_drafts_is_length_minus_one"
     assert f"replay one with: simacc repro found{os.sep}{found.name}" in out
 
 
@@ -64,13 +65,13 @@ def here(tmp_path, monkeypatch):
 def rounds_that(monkeypatch, code):
     """Make every round the Python program ``code`` instead of a pytest run (the real round is
     the Ctrl-C test's): what fuzz does with a round's outcome, without a round's start-up."""
-    monkeypatch.setattr(fuzz, "_round_command", lambda args, seed: [sys.executable, "-c", code])
+    monkeypatch.setattr(fuzz, "_round_command", lambda *args: [sys.executable, "-c", code])
 
 
 def test_fuzz_stops_when_the_time_is_up(here, capsys, monkeypatch):
     rounds_that(monkeypatch, "import time; time.sleep(60)")
     start = time.monotonic()
-    assert cli.main(["fuzz", "--minutes", "0.01", "--device", "cpu", "--repro-dir", "found"]) == 0
+    assert cli.main(["fuzz", REFERENCE, "--minutes", "0.01", "--device", "cpu", "--repro-dir", "found"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("round 1: seed") and "time is up after" in out and "0 distinct new failure(s)" in out, out
     assert time.monotonic() - start < 30  # the running round was stopped at the deadline
@@ -78,7 +79,7 @@ def test_fuzz_stops_when_the_time_is_up(here, capsys, monkeypatch):
 
 def test_fuzz_exits_2_when_a_round_cannot_run(here, capsys, monkeypatch):
     rounds_that(monkeypatch, "raise SystemExit(5)")  # pytest's "no tests collected"
-    assert cli.main(["fuzz", "--minutes", "1", "--repro-dir", "found"]) == 2
+    assert cli.main(["fuzz", REFERENCE, "--minutes", "1", "--repro-dir", "found"]) == 2
     out = capsys.readouterr().out
     assert "pytest exited with code 5" in out and "round 2" not in out, out
 

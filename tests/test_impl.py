@@ -1,5 +1,5 @@
 """Loading the implementation under test from an ``IMPL`` string, inferring its contract
-from the signature, and calling it in that signature's style (issue #4)."""
+from the signature, and calling it in that signature's style."""
 
 import inspect
 import sys
@@ -7,9 +7,10 @@ import textwrap
 
 import pytest
 
-from simacc.harness import impl
+from simacc.harness import contracts, impl
 
-EAGLE = ", ".join(impl.EAGLE_PARAMS)
+EAGLE = ", ".join(contracts.EAGLE_PARAMS)
+REFERENCES = {name: c.reference for name, c in contracts.CONTRACTS.items()}
 
 
 @pytest.fixture
@@ -36,14 +37,14 @@ def assert_one_line_error(spec, *fragments, contract=None):
     return message
 
 
-@pytest.mark.parametrize("contract", impl.CONTRACTS)
+@pytest.mark.parametrize("contract", contracts.NAMES)
 def test_each_reference_is_inferred_as_its_own_contract(contract):
-    loaded = impl.load(impl.REFERENCES[contract])
+    loaded = impl.load(REFERENCES[contract])
     assert loaded.contract == contract and loaded.is_reference
     assert loaded.version and loaded.source.endswith(".py")
 
 
-@pytest.mark.parametrize("third", impl.LEGACY_THIRD)
+@pytest.mark.parametrize("third", contracts.LEGACY_THIRD)
 def test_each_legacy_name_of_the_third_parameter_is_inferred_as_legacy(third):
     def fn(*args):
         pass
@@ -76,8 +77,8 @@ def test_an_eagle_signature_under_other_names_is_called_positionally_when_the_co
         impl.infer_style(positional)
     contract, style = impl.infer_style(positional, "eagle")
     assert (contract, style) == ("eagle", "positional")
-    impl.Implementation("x:positional", positional, contract, style).call({name: name for name in impl.EAGLE_PARAMS})
-    assert seen == [impl.EAGLE_PARAMS]
+    impl.Implementation("x:positional", positional, contract, style).call({name: name for name in contracts.EAGLE_PARAMS})
+    assert seen == [contracts.EAGLE_PARAMS]
 
 
 def test_a_keyword_call_passes_every_eagle_argument_by_name():
@@ -87,16 +88,16 @@ def test_a_keyword_call_passes_every_eagle_argument_by_name():
 
     loaded = impl.Implementation("x:keywords", keywords, *impl.infer_style(keywords))
     assert loaded.style == "keywords"
-    assert loaded.call({name: name for name in impl.EAGLE_PARAMS}) == ("simulate_acc_token_mode", "accept_index")
+    assert loaded.call({name: name for name in contracts.EAGLE_PARAMS}) == ("simulate_acc_token_mode", "accept_index")
 
 
 def test_a_forced_contract_that_the_signature_does_not_fit_is_an_error():
     with pytest.raises(impl.ImplError, match="does not fit contract 'dflash'"):
-        impl.load(impl.REFERENCES["eagle"], "dflash")
+        impl.load(REFERENCES["eagle"], "dflash")
 
 
 def test_an_unknown_contract_is_an_error():
-    assert_one_line_error(impl.REFERENCES["eagle"], "unknown contract 'medusa'", contract="medusa")
+    assert_one_line_error(REFERENCES["eagle"], "unknown contract 'medusa'", contract="medusa")
 
 
 @pytest.mark.parametrize(

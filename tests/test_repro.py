@@ -1,4 +1,4 @@
-"""Self-tests of repro files and ``simacc repro`` (issues #5 and #14): a planted bug goes from
+"""Self-tests of repro files and ``simacc repro``: a planted bug goes from
 a failing property to a repro file, a replay that points at the wrong element, a replay that
 passes against the reference, a promoted regression case, and a next run that replays it
 first; one file per distinct failure however often it is found; cleaning the repro folder;
@@ -24,14 +24,14 @@ import torch
 from hypothesis import settings
 
 from simacc.commands import cli
-from simacc.harness import catalogue
+from simacc.harness import profiles
 from simacc.harness import repro_files as reprofile
 from simacc.harness.cases import DflashCase, EagleCase, TensorArg
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"
 PROPERTY = "index_rows_are_root_plus_range_then_minus_one"
-PARITY = ("cuda_matches_cpu_byte_for_byte", "properties.test_parity")
+PARITY = ("cuda_matches_cpu_byte_for_byte", "simacc.properties.test_parity")
 NAME = rf"{PROPERTY}-cpu-[0-9a-f]{{12}}\.json"
 NOWHERE = "cuda:99"  # a device missing on every machine here: the exit-5 paths, with or without CUDA
 MISSING_IMPL = "/ci/runner/work/kernels.py:generate"
@@ -53,26 +53,16 @@ def roots_at_i_times_width(accept_index, predict, num_correct_drafts, candidates
 
 def _pytest(*args, corpus, cwd):
     """The suite run in this process from ``cwd`` (the ci profile: derandomized, no
-    database), CPU only: ``(exit code, output)``. Afterwards the environment, the working
-    folder, the Hypothesis profile and the corpus module (it reads its folder when
-    imported, so it is imported afresh for the run) are this session's again."""
+    database), CPU only, with ``corpus`` as the project's corpus: ``(exit code, output)``.
+    Afterwards the environment and the working folder are this session's again."""
     command = ["-p", "no:cacheprovider", "-p", "no:faulthandler", "-s", "--rootdir", str(REPO),
-               "--hypothesis-profile", "ci", "--device", "cpu", *args]
-    profile = settings.get_current_profile_name()
-    corpus_module = sys.modules.pop("properties.test_regressions", None)
+               "--simacc-profile=ci", "--simacc-device=cpu", f"--simacc-corpus={corpus}", *args]
     out = io.StringIO()
-    try:
-        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
-            for name in [k for k in os.environ if k.startswith("SIMACC_")]:
-                mp.delenv(name)
-            mp.setenv("SIMACC_REGRESSIONS", str(corpus))
-            mp.chdir(cwd)
-            code = pytest.main(command)
-    finally:
-        settings.load_profile(profile)
-        sys.modules.pop("properties.test_regressions", None)
-        if corpus_module is not None:
-            sys.modules["properties.test_regressions"] = corpus_module
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        for name in [k for k in os.environ if k.startswith("SIMACC_")]:
+            mp.delenv(name)
+        mp.chdir(cwd)
+        code = pytest.main(command)
     return int(code), out.getvalue()
 
 
@@ -89,8 +79,8 @@ def planted(tmp_path_factory, buggy):
     """Two suite runs (a run, then a rerun) of one of the buggy implementation's failing
     properties, and every file they left in the repro folder."""
     root = tmp_path_factory.mktemp("planted")
-    runs = [_pytest(str(REPO / "properties" / "test_index.py"), "-k", "index_rows", "--impl", buggy,
-                    "--repro-dir", str(root / "failures"), corpus=root / "corpus", cwd=root) for _ in range(2)]
+    runs = [_pytest(str(REPO / "properties" / "test_index.py"), "-k", "index_rows", f"--simacc-impl={buggy}",
+                    f"--simacc-repro-dir={root / 'failures'}", corpus=root / "corpus", cwd=root) for _ in range(2)]
     return {"impl": buggy, "runs": runs, "files": sorted((root / "failures").iterdir())}
 
 
@@ -114,9 +104,10 @@ def _valid_case(seed=2**64 - 1):
     )
 
 
-def _record(impl=REFERENCE, device="cpu", case=None, prop=(PROPERTY,), message="index[1, 0]=2, but should be 3"):
+def _record(impl=REFERENCE, device="cpu", case=None, prop=(PROPERTY, "simacc.properties.test_index"),
+            message="index[1, 0]=2, but should be 3"):
     """A record of ``_valid_case()``: it passes against the reference and fails against ``buggy``."""
-    return reprofile.Repro(catalogue.find_property(*prop), "eagle", impl, device, message, case or _valid_case())
+    return reprofile.Repro(*prop, "eagle", impl, device, message, case or _valid_case())
 
 
 def _document(case=None):
@@ -154,7 +145,7 @@ def test_a_failing_property_writes_one_repro_file_and_says_how_to_replay_it(plan
     assert f"simacc repro failures/{name} [--impl IMPL]" in out  # relative to where pytest ran
     assert "case: EagleCase(" in out
     doc = json.loads(files[0].read_text())
-    assert (doc["schema"], doc["property"], doc["module"]) == (reprofile.SCHEMA, PROPERTY, "properties.test_index")
+    assert (doc["schema"], doc["property"], doc["module"]) == (reprofile.SCHEMA, PROPERTY, "simacc.properties.test_index")
     assert (doc["contract"], doc["impl"], doc["device"]) == ("eagle", planted["impl"], "cpu")
     assert doc["message"].startswith("index[")
 
@@ -190,19 +181,21 @@ def test_promoting_copies_the_case_into_the_corpus_once(planted, promoted, capsy
 
 def test_the_next_suite_run_replays_the_promoted_case_first(planted, promoted, tmp_path):
     code, out = _pytest(str(REPO / "properties" / "test_index.py"), str(REPO / "properties" / "test_regressions.py"),
-                        "-v", "-k", "index_rows or regression", "--impl", planted["impl"],
-                        "--repro-dir", str(tmp_path / "failures"), corpus=promoted, cwd=tmp_path)
+                        "-v", "-k", "index_rows or regression", f"--simacc-impl={planted['impl']}",
+                        f"--simacc-repro-dir={tmp_path / 'failures'}", corpus=promoted, cwd=tmp_path)
     results = re.findall(r"properties/(\S+)::(\S+) (PASSED|FAILED|SKIPPED)", out)
-    assert results[0][:2] == ("test_regressions.py", f"test_regression[cpu-{next(promoted.glob('*.json')).stem}]"), out
-    assert results[0][2] == "FAILED"
+    names = [name for _, name, _ in results]
+    case = names.index(f"test_regression[{next(promoted.glob('*.json')).stem}-cpu]")
+    first_random = next(i for i, (module, _, _) in enumerate(results) if module != "test_regressions.py")
+    assert case < first_random and results[case][2] == "FAILED", out  # before any random case
     assert {p.name.split("-")[0] for p in (tmp_path / "failures").glob("*.json")} == {PROPERTY}
 
 
 def test_against_the_reference_a_promoted_case_passes_and_a_broken_corpus_file_fails_with_its_reason(promoted, tmp_path):
     (promoted / "broken.json").write_text('{"schema": "simacc-repro/1"')
     code, out = _pytest(str(REPO / "properties" / "test_regressions.py"), "-rA", corpus=promoted, cwd=tmp_path)
-    assert re.search(r"PASSED \S+::test_regression\[cpu-index_rows", out), out
-    assert "broken.json: not valid JSON" in out and "1 failed, 1 passed" in out, out
+    assert re.search(r"PASSED \S+::test_regression\[index_rows\S+-27bed69891-cpu\]", out), out
+    assert "broken.json: not valid JSON" in out and "1 failed, 5 passed" in out, out  # simacc's 4 cases and the promoted
 
 
 # -- one file per distinct failure (issue #14) -------------------------------------------
@@ -215,7 +208,7 @@ def test_one_failure_is_one_file_whichever_worker_run_or_device_spelling_finds_i
     assert list(tmp_path.iterdir()) == [first]
     assert reprofile.load(first).message == "found again"  # the latest word on it
     others = [_record(impl=MISSING_IMPL), _record(device=NOWHERE), _record(case=_valid_case(seed=1)),
-              _record(prop=("real_mode_writes_drafts_then_bonus_at_accepted_slots",))]
+              _record(prop=("real_mode_writes_drafts_then_bonus_at_accepted_slots", "simacc.properties.test_tokens"))]
     names = {reprofile.save(record, tmp_path).name for record in others}
     assert len(names) == len(others) and first.name not in names
 
@@ -493,17 +486,19 @@ def test_a_recorded_implementation_that_is_not_here_exits_2_and_suggests_impl(tm
 
 
 def test_the_repos_corpus_files_are_valid_and_named_for_their_case():
-    files = sorted(reprofile.corpus_dir().glob("*.json"))
+    from simacc.properties.test_regressions import BUILT_IN
+
+    files = sorted(BUILT_IN.glob("*.json"))
     assert files, "the corpus starts with a few real cases"
     for path in files:
         record = reprofile.load(path)
-        assert path.name == f"{record.property.id}-{record.digest()}.json"
+        assert path.name == f"{record.property}-{record.digest()}.json"
 
 
-def test_local_runs_keep_an_example_database_and_ci_prints_reproduction_blobs():
+def test_local_runs_keep_an_example_database_and_ci_prints_reproduction_blobs(tmp_path):
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    local = settings.get_profile("default").database
-    assert isinstance(local, DirectoryBasedExampleDatabase) and Path(local.path) == Path(".hypothesis/examples")
-    ci = settings.get_profile("ci")
+    local = profiles.for_session("default", root=tmp_path).database
+    assert isinstance(local, DirectoryBasedExampleDatabase) and Path(local.path) == tmp_path / ".hypothesis/examples"
+    ci = profiles.for_session("ci")
     assert ci.database is None and ci.print_blob and ci.derandomize

@@ -1,34 +1,37 @@
-"""The suite can fail (issue #6): every property rejects at least one mutant of the zoo, and
-the correct alternative implementations are accepted.
+"""The suite can fail: every property rejects at least one mutant of the zoo, and the correct
+alternative implementations are accepted.
 
-The zoo runs in this process through :mod:`simacc.harness.inprocess` (issue #10): one pytest
+The zoo runs in this process through :mod:`simacc.harness.inprocess`: one pytest
 process for the whole zoo instead of one per entry. Each mutant goes through only the
 properties that should kill it, in the derandomized ``ci`` settings without shrinking (a
 kill needs no minimal case), so every kill is deterministic; the correct implementations go
 through the whole catalogue with fewer examples, on ``cpu:0`` (a device spelling tensors do
-not report, issue #9).
+not report).
 """
 
 import pytest
 from hypothesis import Phase, settings
 
-from simacc import zoo
+from simacc import properties, zoo
 from simacc.commands import mutants
-from simacc.harness import catalogue, impl, inprocess
+from simacc.harness import impl, inprocess, profiles
+from simacc.harness.status import Status
 
 # Properties no mutant can fail, and why.
 NOT_MUTANT_KILLABLE = {
-    "caller_rejects_unknown_token_mode": "checks simacc's own caller, never the implementation",
-    "caller_rejects_real_mode_on_trees": "checks simacc's own caller, never the implementation",
     "regression": "replays the promoted corpus through the other properties; its content changes",
 }
 CORRECT_EXAMPLES = 20
-KILLING = settings(settings.get_profile("ci"), database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+KILLING = settings(profiles.for_session("ci"), database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 ACCEPTING = settings(KILLING, max_examples=CORRECT_EXAMPLES)
 
 
 def catalogue_ids():
-    return {prop.id for prop in catalogue.every_property()}
+    return {prop.id for prop in properties.every_property()}
+
+
+def chosen(ids):
+    return [prop for prop in properties.every_property() if prop.id in ids]
 
 
 def test_every_property_is_expected_to_kill_some_mutant():
@@ -55,26 +58,28 @@ def _needs(entry):
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
 def test_mutant_is_killed_by_each_expected_property(entry):
     device = "cuda" if entry.needs_cuda else "cpu"
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=set(entry.killers),
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, chosen(entry.killers),
                             settings=KILLING, one_failure=True)
-    failed = {r.id.split("[")[0] for r in results if r.status == inprocess.FAIL}
+    failed = {r.id.split("[")[0] for r in results if r.status == Status.FAIL}
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.CORRECT.values()])
 def test_correct_implementation_is_accepted(entry):
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), "cpu:0", settings=ACCEPTING)
-    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), "cpu:0", properties.every_property(),
+                            settings=ACCEPTING)
+    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == Status.FAIL]
     assert not failed, failed
-    assert any(r.status == inprocess.PASS for r in results)
+    assert any(r.status == Status.PASS for r in results)
 
 
 # the level's own L oracle differs by layout: EAGLE (legacy shares it) and DFLASH; the kernel is
 # given L, and the functional contract is always semantic
 @pytest.mark.parametrize("contract", ["eagle", "dflash"])
 def test_each_reference_is_accepted_at_the_semantic_level(contract):
-    results = inprocess.run(impl.reference(contract, "semantic"), "cpu", settings=ACCEPTING)
-    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == inprocess.FAIL]
+    results = inprocess.run(impl.reference(contract, "semantic"), "cpu", properties.every_property(),
+                            settings=ACCEPTING)
+    failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status == Status.FAIL]
     assert not failed, failed
 
 
@@ -102,7 +107,7 @@ def test_the_row_gives_the_median_examples_and_the_shrunk_size():
 
 def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
     result = inprocess.run(impl.load(zoo.MUTANTS["dflash_counts_swapped"].spec), "cpu",
-                           select={"dflash_counts_are_length_minus_one_and_length"}, settings=KILLING)
+                           chosen({"dflash_counts_are_length_minus_one_and_length"}), settings=KILLING)
     assert [r.size for r in result] == ["bs=1 B=1"]
 
 

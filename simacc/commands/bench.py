@@ -1,4 +1,4 @@
-"""``simacc bench``: how fast the harness is and how fast it catches bugs (issues #6, #9, #10).
+"""``simacc bench``: how fast the harness is and how fast it catches bugs.
 
 Measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
 
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SCHEMA = "simacc.bench/1"
-CONTRACTS = ("eagle", "legacy", "dflash", "kernel", "functional")
 SUITE_PROFILE = "ci"  # derandomized: the -n auto and -n 0 runs do the same work
 
 
@@ -41,9 +40,9 @@ class Bench:
 
 
 def _project_root():
-    import properties
+    from simacc.harness.plugin import properties_dir
 
-    return Path(properties.__file__).resolve().parent.parent
+    return properties_dir().parent
 
 
 def _latency_module():
@@ -58,19 +57,18 @@ def _latency_module():
 
 def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
-    from hypothesis import settings
+    from simacc import properties
+    from simacc.harness import contracts, impl, inprocess, profiles
+    from simacc.harness.status import CHECKED
 
-    from simacc.harness import impl, inprocess, profiles  # noqa: F401 - profiles registers simacc's "ci"
-    from simacc.harness.impl import REFERENCES
-
-    chosen = settings(settings.get_profile(SUITE_PROFILE), database=None)
+    chosen = profiles.for_session(SUITE_PROFILE)
     rows = []
-    for contract in CONTRACTS:
-        for r in inprocess.run(impl.load(REFERENCES[contract], contract), "cpu", settings=chosen):
-            if r.status not in (inprocess.PASS, inprocess.FAIL):
+    for contract in contracts.NAMES:
+        for r in inprocess.run(impl.reference(contract), "cpu", properties.every_property(), settings=chosen):
+            if r.status not in CHECKED:
                 continue
             rate = r.examples / r.seconds if r.examples and r.seconds else None
-            rows.append(dict(contract=contract, id=r.id, status=r.status, examples=r.examples,
+            rows.append(dict(contract=contract, id=r.id, status=r.status.value, examples=r.examples,
                              seconds=round(r.seconds, 3), per_second=None if rate is None else round(rate, 1)))
         progress(f"property speeds: {contract} done")
     return rows
@@ -85,7 +83,7 @@ def wall_times(progress):
     runs = {
         "suite -n auto": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto"], ci),
         "suite -n 0": ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"], ci),
-        "simacc check": ([sys.executable, "-m", "simacc", "check", "-q"], local),
+        "simacc check": ([sys.executable, "-m", "simacc", "check", "simacc:generate_simulated_accept_index", "-q"], local),
     }
     times = {}
     for name, (command, env) in runs.items():
@@ -158,7 +156,9 @@ def render(bench):
 
 
 def register(subparsers):
-    from simacc.harness.argtypes import positive_int
+    from simacc.harness import settings as opts
+
+    positive_int = opts.argtype(opts.positive_int)
 
     p = subparsers.add_parser(
         "bench",

@@ -1,24 +1,26 @@
-"""``simacc fuzz``: keep exploring with the ``thorough`` profile until the time is up (issue #5).
+"""``simacc fuzz``: keep exploring with the ``thorough`` profile until the time is up.
 
 A plain loop rather than HypoFuzz: each round is one pytest run over the property modules
 (in a shuffled order, so a short budget does not always spend itself on the first module)
 with a fresh ``--hypothesis-seed``; the recording hooks write a repro file for every
 failure. A failure found again keeps its file name (:func:`simacc.harness.repro_files.file_name`), so
 the folder already holds one file per distinct failure, and a file name the loop has not
-seen before is a new failure (issue #14). When the time is up, or on
+seen before is a new failure. When the time is up, or on
 Ctrl-C (or SIGTERM), the running round is interrupted like a Ctrl-C in pytest and the
 files written so far stay. No extra dependency, and the same hooks and files as the normal suite.
 """
 
+import dataclasses
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from simacc.harness import argtypes, env
-from simacc.harness.impl import CONTRACTS, LEVELS
+from simacc.harness import session
+from simacc.harness import settings as opts
 
 STOP_GRACE_S = 20  # how long an interrupted round may take to stop before it is killed
 POLL_S = 2  # how often a running round's new repro files are looked at
@@ -32,32 +34,24 @@ def register(subparsers):
         description="Run the properties over and over with the thorough Hypothesis profile and "
         "fresh seeds until --minutes have passed (or Ctrl-C). Exit 1 if any failure was found.",
     )
-    p.add_argument("impl", nargs="?", default=None, metavar="IMPL", help="implementation under test (default: the references)")
-    p.add_argument("--minutes", type=argtypes.positive_number("minutes"), required=True, help="how long to fuzz (fractions allowed)")
-    p.add_argument("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all)")
-    p.add_argument("--repro-dir", default=env.get("REPRO_DIR", ".simacc/failures"), help="where repro files go (default .simacc/failures; env SIMACC_REPRO_DIR)")
-    p.add_argument("--contract", default=None, choices=CONTRACTS, help="force the contract")
-    p.add_argument("--level", default=None, choices=LEVELS, help="exact (default) or semantic, as for simacc check")
+    p.add_argument("impl", nargs="?", default=None, metavar="IMPL", help="implementation under test (env SIMACC_IMPL)")
+    p.add_argument("--minutes", type=opts.argtype(opts.positive_number("minutes")), required=True,
+                   help="how long to fuzz (fractions allowed)")
+    opts.add_arguments(p, ("device", "contract", "level", "repro_dir", "fixed_token_id", "timeout"))
     p.add_argument("-k", dest="select", default=None, metavar="EXPR", help="only properties matching this pytest -k expression")
     p.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers per round (default: none)")
     p.set_defaults(run=run)
 
 
-def _round_command(args, seed):
-    import properties
+def _round_command(chosen, args, seed, scratch):
+    from simacc.harness.plugin import properties_dir
 
-    modules = sorted(Path(properties.__file__).parent.glob("test_*.py"))
+    modules = sorted(properties_dir().glob("test_*.py"))
     random.Random(seed).shuffle(modules)
-    # the properties fail through simacc's helpers: no assert rewriting (it costs a second a round)
-    command = [sys.executable, "-m", "pytest", "-p", "simacc.harness.plugin", "-p", "no:cacheprovider",
-               "-p", "no:unraisableexception", "--assert=plain", "-q", "--tb=no", "--no-header", "-rN",
-               "--hypothesis-profile", "thorough", f"--hypothesis-seed={seed}",
-               "--repro-dir", args.repro_dir, *map(str, modules)]
-    for flag, value in (("--impl", args.impl), ("--device", args.device), ("--contract", args.contract),
-                        ("--level", args.level), ("-k", args.select), ("-n", args.workers)):
-        if value:
-            command += [flag, value]
-    return command
+    this_round = dataclasses.replace(chosen, profile="thorough", seed=seed)
+    command = session.arguments(this_round, args.workers or 0, Path(scratch) / "events.jsonl", scratch,
+                                targets=list(map(str, modules)))
+    return [sys.executable, "-m", "pytest", *command, "--tb=no", *(["-k", args.select] if args.select else [])]
 
 
 def _report_new(directory, seen, found):
@@ -66,7 +60,7 @@ def _report_new(directory, seen, found):
     for path in sorted(set(directory.glob("*.json")) - seen):
         seen.add(path)
         found.append(path)
-        print(f"new failure: {path}", flush=True)
+        print(f"new failure: {opts.shown(path)}", flush=True)
 
 
 def _stop(proc):
@@ -85,15 +79,24 @@ def _interrupt(signum, frame):
 
 
 def run(args):
-    if args.impl:  # a bad IMPL is a usage error, said once, before any round starts
-        from simacc.harness import impl
+    args.simacc_impl = args.impl
+    try:
+        chosen = opts.resolve(opts.given(args))
+    except opts.SettingsError as e:
+        print(f"simacc fuzz: error: {e}", file=sys.stderr)
+        return 2
+    if chosen.impl is None:
+        print("simacc fuzz: error: no implementation selected: give IMPL or set SIMACC_IMPL", file=sys.stderr)
+        return 2
+    from simacc.harness import impl
 
-        try:
-            impl.load(args.impl, args.contract)
-        except impl.ImplError as e:
-            print(f"simacc fuzz: {e}", file=sys.stderr)
-            return 2
-    directory = Path(args.repro_dir)
+    try:  # a bad IMPL is a usage error, said once, before any round starts
+        impl.load(chosen.impl, chosen.contract, chosen.level)
+    except impl.ImplError as e:
+        print(f"simacc fuzz: {e}", file=sys.stderr)
+        return 2
+    scratch = tempfile.mkdtemp(prefix="simacc-fuzz-")
+    directory = chosen.repro_dir
     directory.mkdir(parents=True, exist_ok=True)
     seen = set(directory.glob("*.json"))  # earlier finds are not new
     found = []
@@ -110,7 +113,7 @@ def run(args):
             left = deadline - time.monotonic()
             print(f"round {rounds}: seed {seed}, {left:.0f} s left, {len(found)} distinct failure(s) so far", flush=True)
             # its own session: a Ctrl-C reaches the round only through _stop, exactly once
-            proc = subprocess.Popen(_round_command(args, seed), start_new_session=True)
+            proc = subprocess.Popen(_round_command(chosen, args, seed, scratch), start_new_session=True)
             while proc.poll() is None and time.monotonic() < deadline:
                 try:
                     proc.wait(min(POLL_S, max(deadline - time.monotonic(), 0.01)))
@@ -130,7 +133,7 @@ def run(args):
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"{stopped_by} after {time.monotonic() - start:.0f} s and {rounds} round(s): "
-          f"{len(found)} distinct new failure(s)" + "".join(f"\n  {p}" for p in found), flush=True)
+          f"{len(found)} distinct new failure(s)" + "".join(f"\n  {opts.shown(p)}" for p in found), flush=True)
     if found:
-        print(f"replay one with: simacc repro {found[0]}", flush=True)
+        print(f"replay one with: simacc repro {opts.shown(found[0])}", flush=True)
     return 1 if found else 0

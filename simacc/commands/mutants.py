@@ -1,14 +1,14 @@
 """``simacc mutants``: run the property suite against every implementation of the zoo
-(issue #6) and print which properties killed each mutant.
+and print which properties killed each mutant.
 
 Every entry and seed is one job of :mod:`simacc.harness.inprocess` (the properties called
-directly, no pytest process per entry: issue #10), several jobs at a time in worker
+directly, no pytest process per entry), several jobs at a time in worker
 processes. Entries run on ``--device`` (the CPU by default); an entry whose mistake only
 shows on CUDA runs on CUDA where it exists and is reported *not run* elsewhere. A mutant is
 *killed* when some property fails in every seed, else it *SURVIVED*; a correct
 implementation is *accepted* when nothing fails in any seed, else *REJECTED* (a false
 alarm). Exit 1 if any mutant survives or any correct implementation is rejected, 5 if no
-entry could run here (issue #14).
+entry could run here.
 
 Seeds: under a derandomized profile (``ci``, which ``CI=true`` loads) one run per entry,
 the same examples every time. Otherwise every run forces a seed (``1..N``), and
@@ -106,17 +106,17 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
     """One :class:`Run` of the zoo entry ``name`` on ``device`` (what a worker process does)."""
     from hypothesis import settings
 
-    from simacc import zoo
-    from simacc.harness import impl, inprocess, profiles  # noqa: F401 - profiles registers the profiles
+    from simacc import properties, zoo
+    from simacc.harness import impl, inprocess, profiles
+    from simacc.harness.status import Status
 
     entry = zoo.ENTRIES[name]
-    chosen = settings(settings.get_profile(profile), database=None)
-    if max_examples:
-        chosen = settings(chosen, max_examples=max_examples)
+    chosen = settings(profiles.for_session(profile, max_examples), database=None)
     select = set(entry.killers) if expected_only and not entry.correct else None
+    props = [p for p in properties.every_property() if select is None or p.id in select]
     start = time.perf_counter()
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, select=select, settings=chosen, seed=seed)
-    failures = [r for r in results if r.status == inprocess.FAIL]
+    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, props, settings=chosen, seed=seed)
+    failures = [r for r in results if r.status == Status.FAIL]
     first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
     return Run(
         seed=seed,
@@ -148,17 +148,13 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
     """Check every entry under every seed on its devices, in ``workers`` processes (0 or 1:
     in this one); a :class:`Zoo`."""
     import torch
-    from hypothesis import settings
 
-    from simacc.commands.check import UsageError
-    from simacc.harness import impl, profiles
+    from simacc.harness import impl
 
-    profile = profile or settings.get_current_profile_name()
-    if profile not in profiles.EXAMPLES:
-        raise UsageError(f"unknown Hypothesis profile {profile!r}; registered: {', '.join(profiles.EXAMPLES)}")
-    if seeds > 1 and settings.get_profile(profile).derandomize:
+    profile = profile or ("ci" if os.environ.get("CI") else "default")
+    if seeds > 1 and profile == "ci":
         profile = "default"
-    seed_list = [None] if settings.get_profile(profile).derandomize else list(range(1, seeds + 1))
+    seed_list = [None] if profile == "ci" else list(range(1, seeds + 1))
     jobs = [(e, d, s) for e in entries for d in _devices(e, device) for s in seed_list]
     done = {}
     start = time.perf_counter()
@@ -219,7 +215,7 @@ def render(zoo):
 
 
 def register(subparsers):
-    from simacc.harness.argtypes import device_choice, positive_int, workers
+    from simacc.harness import settings as opts
 
     p = subparsers.add_parser(
         "mutants",
@@ -230,14 +226,15 @@ def register(subparsers):
         "run here (e.g. only CUDA entries without CUDA).",
     )
     p.add_argument("--json", metavar="PATH", help="also write the table as JSON (schema simacc.mutants/1)")
-    p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
+    p.add_argument("--seeds", type=opts.argtype(opts.positive_int), default=1, metavar="N",
                    help="run every entry under seeds 1..N (default 1: the current profile, derandomized under CI=true)")
-    p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per property (default: the profile's)")
-    p.add_argument("-n", dest="workers", type=workers, default=str(DEFAULT_WORKERS), metavar="WORKERS",
+    p.add_argument("--max-examples", type=opts.argtype(opts.positive_int), metavar="N",
+                   help="examples per property (default: the profile's)")
+    p.add_argument("-n", dest="workers", type=opts.argtype(opts.workers), default=str(DEFAULT_WORKERS), metavar="WORKERS",
                    help=f"entries checked at a time, each in a worker process (default {DEFAULT_WORKERS}; 0: in this process)")
-    p.add_argument("--hypothesis-profile", dest="profile", metavar="P",
-                   help="Hypothesis profile (default: the current one, or 'default' with --seeds > 1)")
-    p.add_argument("--device", type=device_choice, default="cpu",
+    p.add_argument("--profile", dest="profile", type=opts.argtype(opts.OPTIONS["profile"].parse), metavar="NAME",
+                   help="simacc's Hypothesis profile (default ci when CI is set, else default; default with --seeds > 1)")
+    p.add_argument("--device", type=opts.argtype(opts.OPTIONS["device"].parse), default="cpu",
                    help="devices for the entries whose mistake shows anywhere (default cpu; "
                    "entries whose mistake only shows on CUDA always run on cuda)")
     p.add_argument("--expected-only", action="store_true",
@@ -248,7 +245,7 @@ def register(subparsers):
 
 def run(args):
     from simacc import zoo as zoo_module
-    from simacc.commands.check import CheckError, UsageError, write_json
+    from simacc.commands.check import write_json
 
     entries = list(zoo_module.ENTRIES.values())
     if args.only:
@@ -258,12 +255,8 @@ def run(args):
             return 2
         entries = [e for e in entries if e.name in args.only]
     workers = os.cpu_count() if args.workers == "auto" else int(args.workers)
-    try:
-        result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
-                         device=args.device, expected_only=args.expected_only, profile=args.profile)
-    except (UsageError, CheckError) as e:
-        print(f"simacc mutants: error: {e}", file=sys.stderr)
-        return 2
+    result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
+                     device=args.device, expected_only=args.expected_only, profile=args.profile)
     print(render(result))
     if result.exit_code == NOTHING_RAN:
         print("simacc mutants: nothing ran: every selected entry needs a device missing here", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""What stderr shows while ``simacc check`` runs (issue #12.3), the way pytest shows it: on a
+"""What stderr shows while ``simacc check`` runs, the way pytest shows it: on a
 terminal one status line rewritten in place (tests done, pass / FAIL / skipped so far, the
 test running), ended by a newline before the table; on a log (CI) one line per finished
 test; with ``-q`` nothing."""
@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 
 from simacc.commands import verdict
+from simacc.harness.status import Status
 
 
 class Progress:
@@ -26,20 +27,20 @@ class Progress:
         self.total = max(self.total, total)
 
     def started(self, nodeid):
-        self.current = verdict.split_nodeid(nodeid)[2]
+        self.current = verdict.split_nodeid(nodeid)[1]
         self._redraw()
 
     def finished(self, result):
         self.done += 1
-        self.counts[_BUCKETS.get(result.status, result.status)] += 1
-        if self.current == verdict.split_nodeid(result.nodeid)[2]:
+        self.counts[_BUCKETS[result.status]] += 1
+        name = verdict.split_nodeid(result.nodeid)[1]
+        if self.current == name:
             self.current = ""
         if self.live:
             self._redraw()
         elif self.stream is not None:
             examples = "" if result.examples is None else f", {result.examples} examples"
-            name = verdict.split_nodeid(result.nodeid)[2]
-            self._line(f"{self._position()} {name}: {result.status} ({result.seconds:.1f} s{examples})")
+            self._line(f"{self._position()} {name}: {result.status.value} ({result.seconds:.1f} s{examples})")
 
     def warn(self, message):
         if self.stream is not None:
@@ -77,7 +78,8 @@ class Progress:
         self.stream.flush()
 
 
-_BUCKETS = {verdict.XFAIL: "pass", verdict.XPASS: "FAIL", verdict.NOT_APPLICABLE: "skipped"}  # the live line's three counts
+_BUCKETS = {Status.PASS: "pass", Status.XFAIL: "pass", Status.FAIL: "FAIL", Status.XPASS: "FAIL",
+            Status.SKIPPED: "skipped", Status.NOT_APPLICABLE: "skipped"}  # the live line's three counts
 
 
 def _isatty(stream):

@@ -1,4 +1,4 @@
-"""Cleaning the repro folder: ``simacc repro --prune`` and ``--keep N`` (issue #14).
+"""Cleaning the repro folder: ``simacc repro --prune`` and ``--keep N``.
 
 Repro files are named for their failure, so a folder holds one file per distinct failure,
 but failures get fixed. ``--keep N`` removes all but the newest N files (by modification
@@ -14,42 +14,45 @@ missing) is kept: nothing checked, nothing removed.
 
 from collections import Counter
 
-from simacc.commands.repro import FAILS, NOTHING_REPLAYED, PASSES, UNUSABLE
-from simacc.harness.repro_files import ReproError, load
+from simacc.commands.exits import Exit
+from simacc.harness.repro_files import ReproError
+from simacc.harness.settings import shown
 
-WORST_FIRST = (UNUSABLE, FAILS, NOTHING_REPLAYED)  # which exit code the folder gets
+WORST_FIRST = (Exit.USAGE, Exit.FAILED, Exit.NOTHING_CHECKED)  # which exit code the folder gets
 
 
-def clean(directory, replay, keep=None, remove_unreadable=False):
+def clean(directory, read_file, replay, keep=None, remove_unreadable=False):
     """Clean ``directory``, one line per file and a summary; the exit code.
 
-    ``replay(record) -> (exit code, reason)`` replays a case (None: replay nothing);
-    ``keep``: how many of the newest readable files may stay (None: all)."""
-    read = {path: _read(path) for path in sorted(directory.glob("*.json"))}
+    ``read_file(path) -> (record, property)`` reads a file (:class:`ReproError` if unusable);
+    ``replay(record, property) -> (exit code, reason)`` replays a case (None: replay
+    nothing); ``keep``: how many of the newest readable files may stay (None: all)."""
+    read = {path: _read(read_file, path) for path in sorted(directory.glob("*.json"))}
     older = set(_older_than_newest(read, keep))
     verbs, codes = Counter(), []
     for path, record in read.items():
         if isinstance(record, ReproError):
             verb, reason, code = _unreadable(path, record, remove_unreadable)
         elif path in older:
-            verb, reason, code = _remove(path, f"older than the newest {keep}", PASSES)
+            verb, reason, code = _remove(path, f"older than the newest {keep}", Exit.OK)
         elif replay is not None:
-            code, reason = replay(record)
-            verb, reason, code = _remove(path, reason, code) if code == PASSES else ("kept", reason, code)
+            code, reason = replay(*record)
+            verb, reason, code = _remove(path, reason, code) if code == Exit.OK else ("kept", reason, code)
         else:
-            verb, reason, code = "kept", f"one of the newest {keep}", PASSES
-        print(f"{verb:<10} {path}: {reason}", flush=True)
+            verb, reason, code = "kept", f"one of the newest {keep}", Exit.OK
+        print(f"{verb:<10} {shown(path)}: {reason}", flush=True)
         verbs[verb] += 1
         codes.append(code)
     counts = ", ".join(f"{verbs[v]} {v}" for v in ("removed", "kept", "unreadable"))
-    print(f"{len(read)} repro file(s) in {directory}: {counts}" if read else f"no repro files in {directory}")
-    return next((c for c in WORST_FIRST if c in codes), PASSES)
+    where = shown(directory)
+    print(f"{len(read)} repro file(s) in {where}: {counts}" if read else f"no repro files in {where}")
+    return next((c for c in WORST_FIRST if c in codes), Exit.OK)
 
 
-def _read(path):
-    """The :class:`~simacc.harness.repro_files.Repro` in ``path``, or the :class:`ReproError` saying why not."""
+def _read(read_file, path):
+    """``(record, property)`` of ``path``, or the :class:`ReproError` saying why not."""
     try:
-        return load(path)
+        return read_file(path)
     except ReproError as e:
         return e
 
@@ -64,8 +67,8 @@ def _older_than_newest(read, keep):
 
 def _unreadable(path, error, remove):
     if remove:
-        return _remove(path, f"unreadable: {error}", PASSES)
-    return "unreadable", f"{error} (kept; --remove-unreadable removes it)", UNUSABLE
+        return _remove(path, f"unreadable: {error}", Exit.OK)
+    return "unreadable", f"{error} (kept; --remove-unreadable removes it)", Exit.USAGE
 
 
 def _remove(path, reason, code):
@@ -73,5 +76,5 @@ def _remove(path, reason, code):
     try:
         path.unlink()
     except OSError as e:
-        return "kept", f"{reason}, but it cannot be removed: {e.strerror or e}", UNUSABLE
+        return "kept", f"{reason}, but it cannot be removed: {e.strerror or e}", Exit.USAGE
     return "removed", reason, code

@@ -1,37 +1,30 @@
 """``simacc repro``: replay a repro file's case, show where the outputs differ from the
-contract's reference, or promote the case to the regression corpus (issue #5); or clean the
-repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`; issue #14).
+contract's reference, or promote the case to the project's regression corpus; or clean the
+repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`).
 
 Replaying calls the property's own body with the recorded case, so a replay checks exactly
 what the suite checked. The device is an argument, not part of the case: a case found on
 CUDA replays on a CPU. Replaying without ``--impl`` imports the implementation the file
 names; look at that line first when the file came from elsewhere.
 
-Nothing checked is never success (issue #14): a replay that cannot happen here (the device
+Nothing checked is never success: a replay that cannot happen here (the device
 asked for is missing, or the recorded one is and ``--no-fallback`` forbids cpu) exits 5,
 pytest's "nothing ran", never 0.
 """
 
 import argparse
 import dataclasses
+import os
 import sys
-from pathlib import Path
 
 import torch
 
-from simacc.harness import argtypes, devices, env
-from simacc.harness.impl import CONTRACTS
-from simacc.harness.repro_files import (
-    MAX_MESSAGE,
-    ReproError,
-    corpus_dir,
-    dumps,
-    load,
-    write_atomically,
-)
+from simacc.commands import prune
+from simacc.commands.exits import Exit
+from simacc.harness import contracts, devices
+from simacc.harness import settings as opts
+from simacc.harness.repro_files import MAX_MESSAGE, ReproError, dumps, load, write_atomically
 
-PASSES, FAILS, UNUSABLE, NOTHING_REPLAYED = 0, 1, 2, 5  # the exit codes
-DEFAULT_DIR = ".simacc/failures"
 USAGE = """simacc repro PATH [--impl IMPL] [--device DEVICE] [--no-fallback] [--promote] [options]
        simacc repro --prune [--keep N] [--repro-dir DIR] [--remove-unreadable] [--impl IMPL] [--device DEVICE] [...]
        simacc repro --keep N [--repro-dir DIR] [--remove-unreadable]"""
@@ -70,22 +63,21 @@ def register(subparsers):
     p.add_argument("path", nargs="?", metavar="PATH", help="a repro file (written by a failing property)")
     replay = p.add_argument_group("replaying (PATH, or each file with --prune)")
     replay.add_argument("--impl", default=None, help="implementation to replay against (default: the one recorded in the file)")
-    replay.add_argument("--contract", default=None, choices=CONTRACTS, help="force the implementation's contract")
-    replay.add_argument("--device", default=None, type=argtypes.one_device, help="device to replay on (default: the recorded one); "
-                        "exit 5 if it is missing here")
+    replay.add_argument("--contract", default=None, choices=contracts.NAMES, help="force the implementation's contract")
+    replay.add_argument("--device", default=None, type=opts.argtype(opts.one_device), help="device to replay on "
+                        "(default: the recorded one); exit 5 if it is missing here")
     replay.add_argument("--no-fallback", dest="fallback", action="store_false", help="exit 5 (--prune: keep the file) instead of "
                         "replaying on cpu when the recorded device is missing here")
-    replay.add_argument("--timeout", type=argtypes.positive_seconds, default=None, metavar="S",
-                        help="per-call time limit in seconds (default 30)")
+    opts.add_arguments(replay, ("timeout",))
     one = p.add_argument_group("promoting (PATH)")
-    one.add_argument("--promote", action="store_true", help="also add the case to the regression corpus (it must pass against the reference)")
-    one.add_argument("--corpus", default=None, metavar="DIR", help="regression corpus folder (default: properties/regressions; env SIMACC_REGRESSIONS)")
+    one.add_argument("--promote", action="store_true", help="also add the case to this project's regression corpus "
+                     "(it must pass against the reference)")
+    opts.add_arguments(one, ("corpus",))
     folder = p.add_argument_group("cleaning the repro folder")
     folder.add_argument("--prune", action="store_true", help="replay every repro file in the folder; remove those that pass now")
-    folder.add_argument("--keep", type=argtypes.positive_int, default=None, metavar="N",
+    folder.add_argument("--keep", type=opts.argtype(opts.positive_int), default=None, metavar="N",
                         help="first remove all but the newest N files (the most recently found), without replaying them")
-    folder.add_argument("--repro-dir", default=None, metavar="DIR",
-                        help=f"the folder (default {DEFAULT_DIR}, where a missing one is empty; env SIMACC_REPRO_DIR)")
+    opts.add_arguments(folder, ("repro_dir",))
     folder.add_argument("--remove-unreadable", action="store_true", help="also remove files that are unreadable or invalid")
     p.set_defaults(run=run)
 
@@ -95,7 +87,12 @@ def run(args):
     problem = _usage_problem(args, cleaning)
     if problem:
         print(f"simacc repro: {problem}", file=sys.stderr)
-        return UNUSABLE
+        return Exit.USAGE
+    try:
+        args.settings = opts.resolve(opts.given(args, ("timeout", "corpus", "repro_dir")))
+    except opts.SettingsError as e:
+        print(f"simacc repro: {e}", file=sys.stderr)
+        return Exit.USAGE
     return _clean(args) if cleaning else _replay_file(args)
 
 
@@ -107,7 +104,7 @@ def _usage_problem(args, cleaning):
         return "--promote goes with a repro file PATH"
     if not cleaning and not args.path:
         return "give a repro file PATH, or --prune/--keep N to clean the repro folder (see --help)"
-    if not cleaning and (args.repro_dir or args.remove_unreadable):
+    if not cleaning and (args.simacc_repro_dir or args.remove_unreadable):
         return "--repro-dir and --remove-unreadable go with --prune or --keep"
     return None
 
@@ -120,23 +117,25 @@ class NotReplayed(Exception):
         self.code = code
 
 
-def _plan(record, args):
-    """The implementation and device to replay ``record`` with, and a note when falling back
-    from the recorded device; :class:`NotReplayed` when it cannot be replayed here."""
+def _plan(record, prop, args):
+    """The implementation and device to replay ``record`` (of property ``prop``) with, and a
+    note when falling back from the recorded device; :class:`NotReplayed` when it cannot be
+    replayed here."""
     from simacc.harness import impl as impls
 
     try:
         chosen = impls.load(args.impl or record.impl, args.contract, record.level)
     except impls.ImplError as e:
         hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
-        raise NotReplayed(UNUSABLE, f"{e}{hint}") from None
-    if not record.applies_to(chosen.contract):
-        raise NotReplayed(UNUSABLE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
-                          f"this case is for {', '.join(c for c in CONTRACTS if record.applies_to(c))}")
+        raise NotReplayed(Exit.USAGE, f"{e}{hint}") from None
+    if not prop.applies_to_case(chosen.contract, record.case):
+        fits = [c for c in contracts.NAMES if prop.applies_to_case(c, record.case)]
+        raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
+                          f"this case is for {', '.join(fits)}")
     device, note = _device(args.device, record.device, args.fallback)
-    if record.property.across_devices and not devices.is_cuda(device):
+    if prop.across_devices and not devices.is_cuda(device):
         missing = devices.unavailable("cuda")  # replaying on cpu would compare cpu with itself
-        raise NotReplayed(NOTHING_REPLAYED, f"{record.property.id} compares CUDA with CPU, and "
+        raise NotReplayed(Exit.NOTHING_CHECKED, f"{prop.id} compares CUDA with CPU, and "
                           + ("CUDA is not available here" if missing else f"{device} is not a CUDA device"))
     return chosen, device, note
 
@@ -146,51 +145,59 @@ def _device(asked, recorded, fallback):
     if asked is not None:
         missing = devices.unavailable(asked)
         if missing:
-            raise NotReplayed(NOTHING_REPLAYED, f"--device {asked}, but {missing}")
+            raise NotReplayed(Exit.NOTHING_CHECKED, f"--device {asked}, but {missing}")
         return asked, None
     missing = devices.unavailable(recorded)
     if not missing:
         return recorded, None
     if not fallback:
-        raise NotReplayed(NOTHING_REPLAYED, f"recorded on {recorded}, but {missing} (and --no-fallback)")
+        raise NotReplayed(Exit.NOTHING_CHECKED, f"recorded on {recorded}, but {missing} (and --no-fallback)")
     return "cpu", f"recorded on {recorded}; {missing}, so replaying on cpu"
 
 
+def read(path):
+    """``(record, property)`` of the repro file at ``path``; :class:`ReproError` if unusable."""
+    from simacc import properties
+
+    record = load(path)
+    return record, properties.of_repro(record)
+
+
 def _replay_file(args):
-    from simacc.harness.runner import DEFAULT_TIMEOUT, ImplementationHung, Runner
+    from simacc.harness.runner import ImplementationHung, Runner
 
     try:
-        record = load(args.path)
+        record, prop = read(args.path)
     except ReproError as e:
         print(f"simacc repro: {args.path}: {e}", file=sys.stderr)
-        return UNUSABLE
+        return Exit.USAGE
     try:
-        chosen, device, note = _plan(record, args)
+        chosen, device, note = _plan(record, prop, args)
     except NotReplayed as e:
         print(f"simacc repro: {e}", file=sys.stderr)
         return e.code
     if note:
         print(f"note: {note}")
-    timeout = args.timeout or DEFAULT_TIMEOUT
-    print(f"property  {record.property.id} ({record.property.module})")
+    timeout = args.settings.timeout
+    print(f"property  {prop.id} ({prop.module})")
     print(f"case      {record.case.summary()}")
     print(f"impl      {chosen.spec} (contract {chosen.contract}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})"))
-    with Runner(chosen, timeout) as runner:
-        error = record.property.replay(runner, device, record.case)
+    with Runner(chosen, device, timeout) as runner:
+        error = prop.replay(runner, record.case)
         if error is None:
-            print(f"pass: {record.property.id} holds for this case")
+            print(f"pass: {prop.id} holds for this case")
         else:
             print(f"FAIL: {type(error).__name__}: {error}".splitlines()[0])
             if not isinstance(error, ImplementationHung):  # calling it again would hang again
-                _show_differences(runner, record.case, device)
-    code = PASSES if error is None else FAILS
+                _show_differences(runner, record.case)
+    code = Exit.OK if error is None else Exit.FAILED
     if args.promote:
-        return promote(record, Path(args.corpus) if args.corpus else corpus_dir(), timeout) or code
+        return promote(record, prop, args.settings.corpus, timeout) or code
     return code
 
 
-def _show_differences(runner, case, device):
+def _show_differences(runner, case):
     from simacc.harness import impl as impls
     from simacc.harness.runner import Runner
 
@@ -199,40 +206,38 @@ def _show_differences(runner, case, device):
         return
     reference = impls.reference(runner.impl.contract)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
-    with Runner(reference, runner.timeout) as by_reference:
-        expected = by_reference.attempt(case, device)
-    produced = runner.attempt(case, device)
+    with Runner(reference, runner.device, runner.timeout) as by_reference:
+        expected = by_reference.attempt(case)
+    produced = runner.attempt(case)
     for line in differences(expected, produced):
         print(f"  {line}")
 
 
 def _clean(args):
-    from simacc.commands import prune
-
-    named = args.repro_dir or env.get("REPRO_DIR")
-    directory = Path(named or DEFAULT_DIR)
+    directory = args.settings.repro_dir
+    named = args.simacc_repro_dir or os.environ.get("SIMACC_REPRO_DIR")
     if named and not directory.is_dir():  # a mistyped folder must not look clean
         print(f"simacc repro: repro folder {directory} does not exist", file=sys.stderr)
-        return UNUSABLE
+        return Exit.USAGE
     replay = _replayer(args) if args.prune else None
-    return prune.clean(directory, replay, keep=args.keep, remove_unreadable=args.remove_unreadable)
+    return prune.clean(directory, read, replay, keep=args.keep, remove_unreadable=args.remove_unreadable)
 
 
 def _replayer(args):
-    """``replay(record) -> (exit code, reason)`` for --prune: like a replay of one file, quietly."""
-    from simacc.harness.runner import DEFAULT_TIMEOUT, Runner
+    """``replay(record, prop) -> (exit code, reason)`` for --prune: like a replay of one file, quietly."""
+    from simacc.harness.runner import Runner
 
-    def replay(record):
+    def replay(record, prop):
         try:
-            chosen, device, note = _plan(record, args)
+            chosen, device, note = _plan(record, prop, args)
         except NotReplayed as e:
             return e.code, f"not replayed: {e}"
-        with Runner(chosen, args.timeout or DEFAULT_TIMEOUT) as runner:
-            error = record.property.replay(runner, device, record.case)
+        with Runner(chosen, device, args.settings.timeout) as runner:
+            error = prop.replay(runner, record.case)
         where = f"{chosen.spec} on {device}" + (f"; {note}" if note else "")
         if error is None:
-            return PASSES, f"passes now ({where})"
-        return FAILS, f"still fails ({where}): {type(error).__name__}: {error}".splitlines()[0]
+            return Exit.OK, f"passes now ({where})"
+        return Exit.FAILED, f"still fails ({where}): {type(error).__name__}: {error}".splitlines()[0]
 
     return replay
 
@@ -300,22 +305,23 @@ def differences(expected, produced):
     return lines
 
 
-def promote(record, corpus, timeout):
-    """Copy ``record`` into ``corpus`` as ``<property>-<hash>.json`` once the reference passes
-    it; None on success, 1 when the reference fails it too. Normalised: the file names the
-    reference and cpu (a plain replay of it passes), and its message says what it caught."""
+def promote(record, prop, corpus, timeout):
+    """Copy ``record`` into this project's ``corpus`` as ``<property>-<hash>.json`` (the folder
+    made on first use) once the reference passes it; None on success, 1 when the reference
+    fails it too. Normalised: the file names the reference and cpu (a plain replay of it
+    passes), and its message says what it caught."""
     from simacc.harness import impl as impls
     from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)
-    with Runner(reference, timeout) as runner:
-        error = record.property.replay(runner, "cpu", record.case)
+    with Runner(reference, "cpu", timeout) as runner:
+        error = prop.replay(runner, record.case)
     if error is not None:
         print(f"not promoted: the reference {reference.spec} fails this case too "
               f"({type(error).__name__}: {error})".splitlines()[0])
-        return 1
+        return Exit.FAILED
     corpus.mkdir(parents=True, exist_ok=True)
-    path = corpus / f"{record.property.id}-{record.digest()}.json"
+    path = corpus / f"{record.property}-{record.digest()}.json"
     if path.exists():
         print(f"already in the regression corpus: {path}")
         return None

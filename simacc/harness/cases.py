@@ -113,6 +113,11 @@ class _Case:
             object.__setattr__(self, "_expected_length", length)  # a cache, not a field: the case stays frozen
         return length
 
+    @property
+    def mode(self):
+        """The token mode the case asks for."""
+        return self.simulate_acc_token_mode
+
     def summary(self):
         return _summary(self)
 
@@ -203,6 +208,10 @@ class KernelCase(_Case):
     def expected_length(self):
         return self.num_accept_tokens
 
+    @property
+    def mode(self):
+        return "real-draft-token" if self.real_tokens else "fixed"
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FunctionalCase(_Case):
@@ -232,8 +241,3 @@ class FunctionalCase(_Case):
     @property
     def bs(self):
         return self.accept_index.values.shape[0]
-
-
-CASE_TYPES = {cls.__name__: cls for cls in (EagleCase, DflashCase, KernelCase, FunctionalCase)}
-CONTRACT_CASES = {"eagle": EagleCase, "legacy": EagleCase, "dflash": DflashCase, "kernel": KernelCase,
-                  "functional": FunctionalCase}

@@ -1,158 +1,196 @@
-"""The property catalogue as data: finding a property by id, replaying its body on a case,
-and listing every property with its parametrizations, outside pytest (what repro files, the
-regression corpus and the in-process runs of :mod:`simacc.harness.inprocess` need).
+"""The catalogue's record type: one :class:`Property` per claim, declared with :func:`claim`.
 
-A property is replayable when it is a ``@given(case=...)`` test of ``impl``, ``device`` and
-``case``: its Hypothesis-free body, ``fn.hypothesis.inner_test``, then checks exactly what
-the suite checks.
+In the manner of PyTorch's OpInfo, a property is a record: its id, the contracts and levels
+it applies to, the strategies of its drawn arguments, its parametrizations and its body. The
+pytest plugin, the in-process runs, repro files and the regression corpus all work from the
+records; :func:`simacc.properties.every_property` lists them.
+
+A body takes ``simacc``, a :class:`~simacc.harness.runner.Runner` (the implementation under
+test on one device, with the session's Hypothesis settings), and its drawn arguments. Its
+Hypothesis test is built each time it runs, from the strategies for the implementation under
+test (a strategy may be a function of the implementation: a legacy one has no real mode) and
+the runner's settings. So simacc's profiles reach simacc's properties and nothing else, and
+nothing about a session is fixed when a property module is imported.
 """
 
-import importlib
 import inspect
-import pkgutil
-import sys
 from dataclasses import dataclass
 
-from simacc.harness.impl import CONTRACTS
+from simacc.harness import contracts, devices
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Property:
-    """A property of the catalogue: its id, module, Hypothesis-wrapped test and contracts."""
+    """One claim of the catalogue. ``given`` maps each drawn argument to a strategy or to a
+    function of the :class:`~simacc.harness.impl.Implementation` returning one. ``needs``
+    says why it cannot run here (a missing package; None when it can). ``contracts_of``,
+    given one parametrization's arguments, narrows the contracts to those it applies to.
+    ``test`` is the function pytest collects."""
 
     id: str
     module: str
-    test: object
+    body: object
+    given: dict
     contracts: tuple
-
-    @property
-    def across_devices(self):
-        """True for a property comparing a CUDA device (its ``device``) with the CPU."""
-        return _marked(self.test, "across_devices") is not None
-
-    @property
-    def levels(self):
-        """The conformance levels the property applies to (``levels`` mark; default both)."""
-        mark = _marked(self.test, "levels")
-        return tuple(mark.args) if mark is not None else ("exact", "semantic")
+    levels: tuple = contracts.LEVELS
+    across_devices: bool = False
+    needs: object = None
+    contracts_of: object = None
+    params: object = None
+    test: object = None
 
     @property
     def is_hypothesis_test(self):
-        return hasattr(self.test, "hypothesis")
+        return bool(self.given)
 
     @property
-    def checks_an_implementation(self):
-        """False for the properties of simacc's own caller checks (no ``impl``)."""
-        return "impl" in _signature(self.test)
+    def replayable(self):
+        """Whether a case replays it: its one drawn argument is ``case``, without parameters."""
+        return set(self.given) == {"case"} and not self.parametrizations()[0][1]
 
-    def parametrizations(self):
-        """``[(suffix, kwargs, contracts)]``: one per ``pytest.mark.parametrize`` case (the
-        suffix is pytest's id, ``contracts`` a ``pytest.param``'s own ``contracts`` mark or
-        None), or ``[("", {}, None)]`` for a property with no parametrize mark."""
-        import pytest
+    def applies_to(self, params=None):
+        """The contracts the property (with ``params``, one parametrization) applies to."""
+        return self.contracts_of(**params) if self.contracts_of is not None and params else self.contracts
 
-        found = [("", {}, None)]
-        for mark in reversed(getattr(self.test, "pytestmark", [])):
-            if mark.name != "parametrize":
-                continue
-            names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else list(mark.args[0])
-            cases = []
-            for value in mark.args[1]:
-                param = value if isinstance(value, type(pytest.param(None))) else pytest.param(value)
-                values = param.values if len(names) > 1 else param.values[:1]
-                pid = param.id if param.id is not None else "-".join(str(v) for v in values)
-                marked = [m for m in param.marks if m.name == "contracts"]
-                cases.append((pid, dict(zip(names, values)), tuple(marked[0].args) if marked else None))
-            found = [(f"{a}-{b}".strip("-"), {**ka, **kb}, cb or ca) for a, ka, ca in found for b, kb, cb in cases]
-        return found
+    def not_applicable(self, impl, device, params=None):
+        """Why the property does not apply to ``impl`` on ``device`` (with ``params``, one
+        parametrization): its contract, its level, or a CPU where a CUDA device is compared
+        with the CPU; None when it applies."""
+        contracts_ = self.applies_to(params)
+        if impl.contract not in contracts_:
+            return f"contract {impl.contract!r} (it applies to {', '.join(contracts_)})"
+        if impl.level not in self.levels:
+            return f"level {impl.level!r} (it needs the documented draws)"
+        if self.across_devices and not devices.is_cuda(device):
+            return f"it compares a CUDA device with the CPU, and {device} is not one"
+        return None
 
-    def replay(self, runner, device, case):
-        """Run the property's body on ``case``; the exception it raised, or None."""
+    def unavailable(self, device):
+        """Why it cannot run on ``device`` here (a missing device or package), or None."""
+        return devices.unavailable(device) or (self.needs() if self.needs else None)
+
+    def strategies(self, impl):
+        return {name: s(impl) if callable(s) else s for name, s in self.given.items()}
+
+    def run(self, runner, **params):
+        """Check the property once against ``runner``: its Hypothesis test under the runner's
+        settings (``runner.examples`` then says how many examples ran), or the plain body.
+        Raises what the property raises."""
+        runner.examples = None
+        if not self.given:
+            self.body(simacc=runner, **params)
+            return
+        import hypothesis
+        from hypothesis.statistics import collector
+
+        from simacc.harness import profiles
+
+        test = hypothesis.given(**self.strategies(runner.impl))(self.body)
+        test = (runner.hypothesis or profiles.for_session("default"))(test)
+        if runner.seed is not None:
+            test = hypothesis.seed(runner.seed)(test)
+        counts, outer = [], collector.value
+
+        def note(statistics):
+            counts.append(examples_run(statistics))
+            if outer is not None:
+                outer(statistics)
+
+        try:
+            with collector.with_value(note):
+                test(simacc=runner, **params)
+        finally:
+            runner.examples = sum(counts) if counts else None
+
+    def replay(self, runner, case):
+        """Run the body on ``case``; the exception it raised, or None."""
         from simacc.harness.runner import ImplementationHung
 
         try:
-            self.test.hypothesis.inner_test(impl=runner, device=device, case=case)
+            self.body(simacc=runner, case=case)
         except (Exception, ImplementationHung) as e:  # noqa: BLE001 - a failing property is a result here
             return e
         return None
 
+    def applies_to_case(self, contract, case):
+        """Whether an implementation of ``contract`` can be asked ``case`` by this property."""
+        return contract in self.contracts and contracts.CONTRACTS[contract].accepts(case)
 
-def _marked(test, name):
-    """The closest mark ``name`` on ``test`` or its module, or None."""
-    for holder in (test, sys.modules.get(test.__module__)):
-        marks = getattr(holder, "pytestmark", [])
-        for mark in marks if isinstance(marks, list) else [marks]:
-            if mark.name == name:
-                return mark
-    return None
+    def parametrizations(self, settings=None):
+        """``[(suffix, kwargs)]``: one per ``pytest.mark.parametrize`` case or ``params``
+        value (the suffix is pytest's id), or ``[("", {})]`` for a property with neither."""
+        import pytest
 
-
-def _contracts(test):
-    mark = _marked(test, "contracts")
-    return tuple(mark.args) if mark is not None else CONTRACTS
-
-
-def _parameters(test):
-    inner = getattr(getattr(test, "hypothesis", None), "inner_test", None)
-    return set(inspect.signature(inner).parameters) if inner is not None else set()
-
-
-def _signature(test):
-    """The parameters of the test's own body (Hypothesis-wrapped or not)."""
-    inner = getattr(getattr(test, "hypothesis", None), "inner_test", test)
-    return set(inspect.signature(inner).parameters)
+        marks = [(m.args[0], m.args[1]) for m in reversed(getattr(self.test, "pytestmark", [])) if m.name == "parametrize"]
+        if self.params is not None:
+            marks += list(self.params(settings).items())
+        found = [("", {})]
+        for argnames, values in marks:
+            names = [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+            cases = []
+            for value in values:
+                param = value if isinstance(value, type(pytest.param(None))) else pytest.param(value)
+                shown = param.values if len(names) > 1 else param.values[:1]
+                pid = param.id if param.id is not None else "-".join(str(v) for v in shown)
+                cases.append((pid, dict(zip(names, shown))))
+            found = [(f"{a}-{b}".strip("-"), {**ka, **kb}) for a, ka in found for b, kb in cases]
+        return found
 
 
-def replayable(test):
-    """Whether a case can replay ``test``: a ``@given(case=...)`` test of ``impl``,
-    ``device`` and ``case``."""
-    return _parameters(test) == {"impl", "device", "case"}
+def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,
+          **given):
+    """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``.
+
+    ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
+    function takes ``simacc`` and those, plus any ``pytest.mark.parametrize`` arguments
+    (marks go above this decorator) or those of ``params``, a function of the session's
+    :class:`~simacc.harness.settings.Settings` (None outside a session) returning
+    ``{name: [values]}``: a parametrization that depends on the session. pytest collects a function of ``simacc`` and the
+    parameters, which runs the property through its record (``test.simacc_property``).
+    """
+    unknown = set(applies_to) - set(contracts.NAMES)
+    if not applies_to or unknown:
+        raise ValueError(f"claim() needs contracts from {contracts.NAMES}, got {applies_to}")
+
+    def decorate(body):
+        names = list(inspect.signature(body).parameters)
+        if names[:1] != ["simacc"] or not set(given) <= set(names):
+            raise TypeError(f"{body.__name__} must take simacc first, then {sorted(given)}")
+        arguments = [name for name in names[1:] if name not in given]
+
+        def test(simacc, **kwargs):
+            __tracebackhide__ = True
+            prop.run(simacc, **kwargs)
+
+        test.__name__ = test.__qualname__ = body.__name__
+        test.__module__, test.__doc__ = body.__module__, body.__doc__
+        test.__wrapped__ = body  # where pytest reports the test is: the body's file and line
+        test.__signature__ = inspect.Signature(
+            [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in ("simacc", *arguments)]
+        )
+        prop = Property(body.__name__.removeprefix("test_"), body.__module__, body, dict(given), tuple(applies_to),
+                        tuple(levels), across_devices, needs, contracts_of, params, test)
+        test.simacc_property = prop
+        return test
+
+    return decorate
 
 
-def _properties_in(module_name):
-    module = importlib.import_module(module_name)
-    return {
-        name.removeprefix("test_"): Property(name.removeprefix("test_"), module_name, test, _contracts(test))
-        for name, test in vars(module).items()
-        if name.startswith("test_") and replayable(test)
-    }
+def property_of(function):
+    """The :class:`Property` a collected test function declares, or None."""
+    return getattr(function, "simacc_property", None)
 
 
-def property_modules(corpus=False):
-    """Names of the property modules of the ``properties`` package (the corpus replay
-    module only with ``corpus``)."""
-    import properties
-
-    return [
-        f"properties.{m.name}"
-        for m in pkgutil.iter_modules(properties.__path__)
-        if m.name.startswith("test_") and (corpus or m.name != "test_regressions")
-    ]
-
-
-def every_property():
-    """Every property of the catalogue in module order, the corpus replay first (as the
-    suite runs it), caller checks included."""
-    found = []
-    for module_name in sorted(property_modules(corpus=True), key=lambda m: m != "properties.test_regressions"):
-        module = importlib.import_module(module_name)
-        found += [
-            Property(name.removeprefix("test_"), module_name, test, _contracts(test))
-            for name, test in vars(module).items()
-            if name.startswith("test_") and callable(test)
-        ]
-    return found
-
-
-def find_property(pid, module_hint=""):
-    """The :class:`Property` with id ``pid``, looked up in ``module_hint`` first (only if it
-    is one of the property modules: a file never chooses what gets imported)."""
-    modules = property_modules()
-    if module_hint in modules:
-        modules.remove(module_hint)
-        modules.insert(0, module_hint)
-    for name in modules:
-        found = _properties_in(name).get(pid)
-        if found is not None:
-            return found
-    raise LookupError(f"unknown property id {pid!r} (no test_{pid} in the properties package)")
+def examples_run(statistics):
+    """How many examples Hypothesis ran to an outcome (passed or failed) before shrinking:
+    the explicit, database-replay, generate and target phases. Shrink attempts and examples
+    rejected by filters or ``assume`` are not counted. A failing test counts up to its first
+    failure: Hypothesis finishes its batch of examples after that, which says nothing about
+    how soon the property caught the bug."""
+    count = 0
+    for phase in ("explicit", "reuse", "generate", "target"):
+        for case in statistics.get(f"{phase}-phase", {}).get("test-cases", ()):
+            count += case["status"] in ("valid", "interesting")
+            if case["status"] == "interesting":
+                return count
+    return count

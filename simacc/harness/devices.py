@@ -1,4 +1,4 @@
-"""Devices as the harness names them, and when two names mean one device (issue #9).
+"""Devices as the harness names them, and when two names mean one device (CONTRACT.md §4.2).
 
 A property runs on a device *spelling* (``cpu``, ``cpu:0``, ``cuda``, ``cuda:1``), but a
 tensor reports where it actually lives: one built on ``cpu:0`` says ``cpu`` and one built on
@@ -7,32 +7,39 @@ so a comparison with the spelling is wrong on every device but the one spelt the
 report it. Properties compare with the input tensors' own ``.device``; where only spellings
 are at hand (selections, repro files, replays), :func:`same` compares them.
 
-Nothing here initialises CUDA: a machine without it can still parse and compare ``cuda:1``.
+Nothing here initialises CUDA: a machine without it can still parse and compare ``cuda:1``;
+torch is imported on the first call (the pytest plugin validates spellings at start-up).
 """
 
-import torch
+import re
 
 ALL = "all"
+HELP = "cpu, cuda, all, an indexed one (cpu:0, cuda:1) or a comma-separated list (cpu,cuda:1)"
 NO_CUDA = "no CUDA: torch.cuda.is_available() is False"
-_TYPES = ("cpu", "cuda", "meta")  # meta: tensors without data, only in self-tests
+_SPELLING = re.compile(r"(cpu|cuda|meta)(:\d+)?")  # meta: tensors without data, only in self-tests
 
 
 def parse(spelling):
     """The :class:`torch.device` that ``spelling`` names; ``ValueError`` naming the
     spelling for anything but ``cpu``, ``cuda`` or ``meta`` with an optional index."""
+    import torch
+
     if isinstance(spelling, torch.device):
         return spelling
-    kind = str(spelling).partition(":")[0]
-    try:
-        device = torch.device(spelling)
-    except (RuntimeError, TypeError):
-        device = None
-    if device is None or kind not in _TYPES or device.type not in _TYPES:
+    return torch.device(check(spelling))
+
+
+def check(spelling):
+    """``spelling`` itself when it names a device (what :func:`parse` accepts, checked
+    without torch), else ``ValueError`` naming it."""
+    if not isinstance(spelling, str) or not _SPELLING.fullmatch(spelling):
         raise ValueError(f"{spelling!r} is not a device: expected cpu, cuda, cpu:N or cuda:N")
-    return device
+    return spelling
 
 
 def _current_cuda_index():
+    import torch
+
     # The index a tensor made on plain "cuda" gets. Without CUDA there is no current device;
     # 0 is what it would be, and asking would initialise (and fail) CUDA.
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -43,6 +50,8 @@ def _current_cuda_index():
 def resolve(spelling):
     """Where a tensor created with ``device=spelling`` lives, as its ``.device`` reports
     it: ``cpu:0`` -> ``cpu``, ``cuda`` -> ``cuda:<current>``."""
+    import torch
+
     device = parse(spelling)
     if device.type in ("cpu", "meta"):
         return torch.device(device.type)
@@ -55,7 +64,7 @@ def same(a, b):
 
 
 def is_cuda(spelling):
-    return parse(spelling).type == "cuda"
+    return str(spelling).partition(":")[0] == "cuda" if isinstance(spelling, str) else spelling.type == "cuda"
 
 
 def expand(selection):
@@ -66,7 +75,7 @@ def expand(selection):
     for part in str(selection).split(","):
         part = part.strip()
         for spelling in ("cpu", "cuda") if part == ALL else (part,):
-            parse(spelling)
+            check(spelling)
             if spelling not in out:
                 out.append(spelling)
     if not out:
@@ -76,6 +85,8 @@ def expand(selection):
 
 def unavailable(spelling):
     """Why tensors cannot be made on ``spelling`` here (one line), or None when they can."""
+    import torch
+
     device = parse(spelling)
     if device.type != "cuda":
         return None

@@ -13,67 +13,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-CONTRACTS = ("eagle", "legacy", "dflash", "kernel", "functional")
-EAGLE_PARAMS = (
-    "accept_index",
-    "predict",
-    "num_correct_drafts",
-    "candidates",
-    "target_predict",
-    "bs",
-    "spec_steps",
-    "simulate_acc_len",
-    "simulate_acc_method",
-    "simulate_acc_token_mode",
-)
-LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
-DFLASH_PARAMS = (
-    "candidates",
-    "target_predict",
-    "accept_len",
-    "commit_lens",
-    "bonus",
-    "out_tokens",
-    "simulate_acc_len",
-    "simulate_acc_method",
-    "simulate_acc_token_mode",
-)
-KERNEL_PARAMS = (
-    "accept_indices",
-    "predict_tokens",
-    "num_correct_drafts",
-    "candidate_tokens",
-    "target_tokens",
-    "width",
-    "num_accept_tokens",
-    "real_tokens",
-)
-FUNCTIONAL_PARAMS = (  # SPEC.md, "A functional port", with the settings as arguments (simacc.contract.functional)
-    "accept_index",
-    "predict",
-    "candidates",
-    "target_predict",
-    "valid_mask",
-    "spec_steps",
-    "simulate_acc_len",
-    "simulate_acc_method",
-    "simulate_acc_token_mode",
-    "fixed_token_id",
-    "rng",
-)
-REFERENCES = {
-    "eagle": "simacc:generate_simulated_accept_index",
-    "legacy": "simacc:legacy_generate_simulated_accept_index",
-    "dflash": "simacc:apply_dflash_simulated_acceptance",
-    "kernel": "simacc:simulated_accept",
-    "functional": "simacc.contract.functional:simulated_acceptance",
-}
-LEVELS = ("exact", "semantic")
+from simacc.harness import contracts
+
 INFERRED, FORWARDED, FORCED = (
     "inferred from the signature",
     "the default for a **kwargs signature; --contract overrides",
     "forced",
 )
+DEFAULT_FIXED_TOKEN_ID = 100  # sglang's; sglang-jax writes 32
 
 
 class ImplError(Exception):
@@ -84,10 +31,11 @@ class ImplError(Exception):
 class Implementation:
     """A callable plus how to call it.
 
-    ``style`` is how arguments are passed: ``keywords``, ``positional`` (the current
-    order), ``legacy`` (``... bs, spec_steps, simulate_acc_len, simulate_acc_method``),
-    ``oldest`` (``... simulate_acc_len, bs, spec_steps``, no method) or ``jax`` (keywords,
-    as JAX arrays and a key, the results converted back: :mod:`simacc.contract.jaxbridge`).
+    ``style`` is how arguments are passed: the contract's keyword style (``keywords``, or
+    ``jax``: keywords as JAX arrays and a key, the results converted back by
+    :mod:`simacc.contract.jaxbridge`) or one of its positional orders
+    (:attr:`simacc.harness.contracts.Contract.orders`). ``fixed_token_id`` is the id its
+    fixed mode must write.
     """
 
     spec: str
@@ -97,31 +45,28 @@ class Implementation:
     source: str = ""
     version: str = ""
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
-    level: str = "exact"  # "semantic" for ports that draw L their own way (SPEC.md, "Semantic conformance")
+    level: str = "exact"  # "semantic" for ports that draw L their own way (CONTRACT.md §9)
+    fixed_token_id: int = DEFAULT_FIXED_TOKEN_ID
+
+    @property
+    def record(self):
+        """The :class:`~simacc.harness.contracts.Contract` it follows."""
+        return contracts.CONTRACTS[self.contract]
 
     @property
     def is_reference(self):
-        return self.spec == REFERENCES[self.contract]
+        return self.spec == self.record.reference
 
     @property
     def modes(self):
         """The token modes this contract can be asked for."""
-        return ("fixed",) if self.contract == "legacy" else ("fixed", "real-draft-token")
+        return self.record.modes
 
     @property
     def omissions(self):
         """The sets of arguments a call in this style can leave out so that their defaults
-        apply (issue #13): any defaulted keyword; positionally only a trailing run."""
-        if self.contract == "dflash":
-            return (("next_token_logits",),)
-        if self.style == "oldest":
-            return ()  # no method to leave out
-        if self.style == "legacy":
-            return (("simulate_acc_method",),)
-        mode, both = ("simulate_acc_token_mode",), ("simulate_acc_method", "simulate_acc_token_mode")
-        if self.style == "positional":
-            return (mode, both)
-        return (("simulate_acc_method",), mode, both)
+        apply (CONTRACT.md §5)."""
+        return self.record.omissions.get(self.style, ())
 
     def call(self, kwargs):
         """Call with the contract's keyword arguments (a case's ``args(device)``); an
@@ -133,13 +78,7 @@ class Implementation:
             from simacc.contract import jaxbridge
 
             return jaxbridge.call(self.fn, kwargs)
-        if self.style == "positional":
-            names = EAGLE_PARAMS
-        elif self.style == "oldest":
-            names = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
-        else:
-            names = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_steps", "simulate_acc_len",
-                     "simulate_acc_method")
+        names = self.record.orders[self.style]
         given = [name for name in names if name in kwargs]
         if given != list(names[: len(given)]):
             raise ValueError(f"a {self.style}-style call can leave out only trailing arguments, not {names[len(given)]}")
@@ -217,41 +156,47 @@ def _parameters(fn):
         return None
 
 
+def _positional_style(record, names):
+    """The positional style of ``record`` whose order ``names`` begins with, or None."""
+    for style, order in record.orders.items():
+        if len(names) >= len(order) and all(
+            name == want or name in record.aliases.get(want, ()) for name, want in zip(names, order)
+        ):
+            return style
+    return None
+
+
 def infer_style(fn, contract=None):
     """``(contract, style)`` from ``fn``'s signature; ``contract`` forces one.
 
-    Raises :class:`ImplError` when the signature fits no contract (or not the forced one).
+    A contract fits when its keyword names are all parameters of ``fn``, or when the
+    leading parameters follow one of its positional orders; a forced contract also fits
+    other names positionally, given enough of them (or ``*args``). A ``**kwargs`` wrapper
+    that names no parameter of any contract is taken for eagle. Raises :class:`ImplError`
+    when the signature fits no contract (or not the forced one), or several.
     """
     params = _parameters(fn)
     if params is None:
         if contract is None:
             raise ImplError("cannot read the callable's signature; pass --contract")
-        return contract, {"legacy": "legacy", "functional": "jax"}.get(contract, "keywords")
+        record = contracts.CONTRACTS[contract]
+        return contract, record.keyword_style or next(iter(record.orders))
     names = [p.name for p in params]
     by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
     fits = {}
-    if set(KERNEL_PARAMS) <= by_keyword:
-        fits["kernel"] = "keywords"
-    if set(FUNCTIONAL_PARAMS) <= by_keyword:
-        fits["functional"] = "jax"
-    if set(DFLASH_PARAMS) <= by_keyword:
-        fits["dflash"] = "keywords"
-    if set(EAGLE_PARAMS) <= by_keyword:
-        fits["eagle"] = "keywords"
-    elif contract == "eagle" and (len(positional) >= len(EAGLE_PARAMS) or varargs):
-        fits["eagle"] = "positional"
-    if len(names) >= 3 and names[2] in LEGACY_THIRD and "candidates" not in names and "bs" in names:
-        oldest = "simulate_acc_len" in names and "bs" in names and (
-            names.index("simulate_acc_len") < names.index("bs")
-        )
-        fits["legacy"] = "oldest" if oldest else "legacy"
-    elif contract == "legacy" and (len(positional) >= 6 or varargs):
-        fits["legacy"] = "legacy"
+    for record in contracts.CONTRACTS.values():
+        style = record.keyword_style if record.keyword_style and set(record.params) <= by_keyword else None
+        style = style or _positional_style(record, positional)
+        if style is None and contract == record.name and record.orders:
+            shortest = min(len(order) for order in record.orders.values())
+            style = next(iter(record.orders)) if len(positional) >= shortest or varargs else None
+        if style is not None:
+            fits[record.name] = style
     if forwards_keywords(fn) and not fits:  # a `def f(**kwargs)` wrapper: every keyword contract fits
-        style = "jax" if contract == "functional" else "keywords"
-        fits = {"eagle": "keywords"} if contract is None else {contract: style} if contract != "legacy" else {}
+        chosen = contracts.CONTRACTS[contract or "eagle"]
+        fits = {chosen.name: chosen.keyword_style} if chosen.keyword_style else {}
     if contract is not None:
         if contract not in fits:
             raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract!r}")
@@ -260,7 +205,7 @@ def infer_style(fn, contract=None):
         raise ImplError(
             f"the signature ({', '.join(names)}) fits "
             + ("no contract" if not fits else f"several contracts {sorted(fits)}")
-            + f"; pass --contract {{{','.join(CONTRACTS)}}}"
+            + f"; pass --contract {{{','.join(contracts.NAMES)}}}"
         )
     return next(iter(fits.items()))
 
@@ -269,28 +214,28 @@ def forwards_keywords(fn):
     """Whether ``fn`` takes ``**kwargs`` and no named parameter of any contract (a wrapper
     that forwards keywords, the way every sglang call site passes them)."""
     params = _parameters(fn) or []
-    named = {p.name for p in params} & set(EAGLE_PARAMS + DFLASH_PARAMS + KERNEL_PARAMS + FUNCTIONAL_PARAMS)
-    return any(p.kind == p.VAR_KEYWORD for p in params) and not named
+    known = {name for record in contracts.CONTRACTS.values() for name in record.params}
+    return any(p.kind == p.VAR_KEYWORD for p in params) and not {p.name for p in params} & known
 
 
-def load(spec, contract=None, level="exact"):
+def load(spec, contract=None, level="exact", fixed_token_id=None):
     """The :class:`Implementation` named by ``spec``, checked against ``contract`` at
-    ``level``."""
-    if contract is not None and contract not in CONTRACTS:
-        raise ImplError(f"unknown contract {contract!r}; expected one of {CONTRACTS}")
-    if level not in LEVELS:
-        raise ImplError(f"unknown level {level!r}; expected one of {LEVELS}")
+    ``level``, its fixed mode expected to write ``fixed_token_id`` (None: 100)."""
+    if contract is not None and contract not in contracts.CONTRACTS:
+        raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
+    if level not in contracts.LEVELS:
+        raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
     fn, source, version = _import_target(spec)
     try:
         chosen, style = infer_style(fn, contract)
     except ImplError as e:
         raise ImplError(f"IMPL {spec!r}: {e}") from None
     how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
-    if chosen == "functional":
-        level = "semantic"  # a port in another array library draws L with its own randomness
-    return Implementation(spec, fn, chosen, style, source, version, how, level)
+    level = contracts.CONTRACTS[chosen].level or level
+    token = DEFAULT_FIXED_TOKEN_ID if fixed_token_id is None else fixed_token_id
+    return Implementation(spec, fn, chosen, style, source, version, how, level, token)
 
 
-def reference(contract, level="exact"):
+def reference(contract, level="exact", fixed_token_id=None):
     """The built-in reference for ``contract``."""
-    return load(REFERENCES[contract], contract, level)
+    return load(contracts.CONTRACTS[contract].reference, contract, level, fixed_token_id)

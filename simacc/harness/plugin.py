@@ -1,155 +1,168 @@
-"""simacc's pytest plugin: selects the implementation under test and the devices, and
-wires properties to them.
+"""simacc's pytest plugin: the ``simacc`` pytest11 entry point (``-p simacc.harness.plugin``
+where plugin autoloading is off).
 
-Loaded by the root ``conftest.py`` and by ``simacc check`` (``-p simacc.harness.plugin``). It stays
-cheap to import; torch and the implementation are loaded in the hooks.
+It is inert in a session that collects none of simacc's properties: its options are all
+``--simacc-*``, its one fixture is ``simacc``, it loads no Hypothesis profile (simacc's
+profiles reach simacc's properties only, :mod:`simacc.harness.profiles`), and it touches no
+test but its own. Where simacc's properties are collected:
 
-* ``--impl``/``SIMACC_IMPL`` picks the implementation; without it each property runs
-  against the built-in reference of its first contract.
-* ``@pytest.mark.contracts(...)`` says which contracts a property applies to; the others
-  are skipped as *not applicable*, never silently passed.
-* ``device`` is a parameter (``cpu``, ``cuda``, ``cuda:1``, ...), never drawn: a case
-  replays anywhere. ``@pytest.mark.across_devices`` properties (CPU/CUDA parity) are
-  parametrized over the selected CUDA devices and need a CPU selected too.
-* Each Hypothesis test's report carries ``("simacc_examples", n)`` in its
-  ``user_properties``: the examples Hypothesis ran to an outcome (see :func:`examples_run`).
+* the settings (:mod:`simacc.harness.settings`) are resolved once, on the controller, and
+  handed to xdist workers; the implementation is loaded where the properties run (the
+  workers, or the one process with ``-n 0``), never on an xdist controller;
+* no implementation selected is an error, never a check of the built-in references, except
+  where the ini option ``simacc_impl = references`` asks for them (simacc's own repository);
+* simacc's property modules are imported by their package name, ``simacc.properties.<name>``,
+  wherever their files lie, and outside the rootdir their node ids name that package, so a
+  JUnit report's ``classname`` carries the module path;
+* each property is parametrized by device through its fixture; one that does not apply to
+  the implementation's contract or level is deselected and counted, never skipped;
+* every test's :class:`~simacc.harness.status.Status` travels in its report's
+  ``user_properties`` (``simacc_status``), with its examples and repro file, and, under a
+  simacc command, in the event stream (:mod:`simacc.harness.stream`).
 """
 
-import argparse
-from dataclasses import dataclass
+import dataclasses
+import fnmatch
+import functools
+import importlib
+import importlib.util
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from simacc.harness import argtypes, env, profiles  # noqa: F401 - importing registers the profiles
-from simacc.harness.impl import CONTRACTS, LEVELS
+from simacc.harness import settings as opts
+from simacc.harness import stream
+from simacc.harness.status import Status
 
-NOT_APPLICABLE = "not applicable"
+NO_IMPL = ("no implementation selected: pass --simacc-impl 'package.module:function' (or set SIMACC_IMPL) "
+           "to say what simacc's properties check")
+
+
+@dataclasses.dataclass
+class _Session:
+    """What the plugin knows about one session."""
+
+    settings: opts.Settings
+    stream: str | None
+    impl: object = None  # the Implementation under test, once loaded (None: the references)
+    impl_error: str | None = None  # why it could not be loaded, one line
+    hypothesis: object = None  # the Hypothesis settings simacc's properties run under
+    xfails: dict = dataclasses.field(default_factory=dict)
+    deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
+    loaded: bool = False
+
+
+_SESSION = pytest.StashKey[_Session]()
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("simacc", "simulated-acceptance conformance")
-    group.addoption("--impl", default=None, help="implementation under test, 'module:attr' or 'file.py:attr' (env SIMACC_IMPL); default: the built-in reference")
-    group.addoption("--contract", default=None, choices=CONTRACTS, help="force the contract instead of inferring it from the signature (env SIMACC_CONTRACT)")
-    group.addoption("--fixed-token-id", default=None, type=argtypes.fixed_token_id, help="the id fixed mode must write where the contract takes it as an argument (functional; default 100, sglang-jax uses 32; env SIMACC_FIXED_TOKEN_ID)")
-    group.addoption("--level", default=None, choices=LEVELS, help="exact (default): L is the documented draw from torch's CPU generator; semantic: for ports that draw L their own way, each call is held to the L its outputs show and the distribution of L is tested (env SIMACC_LEVEL)")
-    group.addoption("--device", default=None, type=argtypes.device_choice, help=f"{argtypes.DEVICE_HELP} (default all: cuda is skipped with a reason where it is missing; env SIMACC_DEVICE)")
-    group.addoption("--simacc-timeout", default=None, type=argtypes.positive_seconds, help="per-call time limit in seconds (default 30; env SIMACC_TIMEOUT)")
-    group.addoption("--xfails", default=None, help="file of property ids expected to fail, '#' comments (env SIMACC_XFAILS)")
-    group.addoption("--repro-dir", default=None, help="folder for repro files of failing cases (default .simacc/failures; env SIMACC_REPRO_DIR)")
-    group.addoption("--max-examples", default=None, type=argtypes.positive_int, help="override the Hypothesis profile's max_examples")
-    group.addoption("--property", action="append", default=None, dest="simacc_properties", metavar="ID", help="run only this property id (repeatable; exact, without 'test_' and the device)")
+    group = parser.getgroup("simacc", "simacc: simulated-acceptance conformance")
+    opts.add_arguments(group, opts.OPTIONS, pytest=True)
+    group.addoption("--simacc-stream", dest="simacc_stream", default=None, metavar="PATH",
+                    help="(for simacc's own commands) append the session's events to PATH")
+    parser.addini("simacc_impl", "the implementation simacc's properties check when neither --simacc-impl nor "
+                  "SIMACC_IMPL names one ('references': each property's own contract's reference)")
 
 
-@pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has loaded --hypothesis-profile
+@functools.cache
+def properties_dir():
+    """Where simacc's property modules lie (found, not imported)."""
+    return Path(importlib.util.find_spec("simacc.properties").origin).resolve().parent
+
+
+def session(config):
+    """The plugin's :class:`_Session` of ``config``."""
+    return config.stash[_SESSION]
+
+
 def pytest_configure(config):
-    config.pluginmanager.import_plugin("simacc.harness.recording")
-    config.addinivalue_line("markers", f"contracts(*names): the contracts ({', '.join(CONTRACTS)}) a property applies to")
-    config.addinivalue_line("markers", "across_devices: a property comparing a CUDA device with the CPU (parametrized over the selected CUDA devices)")
-    config.addinivalue_line("markers", "levels(*names): the levels (exact, semantic) a property applies to (default: both)")
-    opt = config.getoption
-    _load_profile(opt("--hypothesis-profile", default=None) or env.get("PROFILE"), opt("--max-examples"))
-    spec = opt("--impl") or env.get("IMPL")
-    contract = opt("--contract") or env.get("CONTRACT")
-    level = opt("--level") or env.get("LEVEL", "exact")
-    selected = None
-    if spec:
-        from simacc.harness import impl
-
+    if hasattr(config, "workerinput") and "simacc_settings" in config.workerinput:
+        chosen = opts.Settings.from_json(config.workerinput["simacc_settings"])
+    else:
         try:
-            selected = impl.load(spec, contract, level)
-        except impl.ImplError as e:
+            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir)
+        except opts.SettingsError as e:
             raise pytest.UsageError(str(e)) from None
-    elif level not in LEVELS:
-        raise pytest.UsageError(f"SIMACC_LEVEL must be one of {LEVELS}, got {level!r}")
-    elif contract:
-        raise pytest.UsageError("--contract needs --impl (or SIMACC_IMPL)")
-    timeout = opt("--simacc-timeout") or env.get("TIMEOUT")
-    device = opt("--device") or env.get("DEVICE", "all")
+        if chosen.impl is None and config.getini("simacc_impl"):
+            chosen = dataclasses.replace(chosen, impl=config.getini("simacc_impl"))
+    config.stash[_SESSION] = _Session(chosen, config.getoption("simacc_stream"))
+    if config.getoption("simacc_stream") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Reporter(config.getoption("simacc_stream")), "simacc-stream")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist controller) Hand the resolved settings to a worker."""
+    node.workerinput["simacc_settings"] = session(node.config).settings.to_json()
+
+
+# -- collection ---------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path, parent):
+    """simacc's properties folder is a plain directory to pytest: its modules are imported
+    by package name (below), never as a top-level ``properties`` package of the rootdir."""
+    if path.resolve() == properties_dir():
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+class PropertyModule(pytest.Module):
+    """A module of ``simacc.properties``, imported by that name wherever its file lies."""
+
+    def _getobj(self):
+        return importlib.import_module(f"simacc.properties.{self.path.stem}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if module_path.resolve().parent != properties_dir() or not module_path.name.startswith("test_"):
+        return None
+    nodeid = None
     try:
-        argtypes.device_choice(device)
-        timeout = argtypes.positive_seconds(timeout) if timeout is not None else None
-    except argparse.ArgumentTypeError as e:
-        raise pytest.UsageError(f"SIMACC_DEVICE/SIMACC_TIMEOUT: {e}") from None
-    from simacc.harness import devices, impl
-
-    config.stash[_STATE] = _State(
-        selected=selected,
-        devices=devices.expand(device),
-        level=selected.level if selected is not None else level,
-        timeout=timeout,
-        xfails=read_xfails(opt("--xfails") or env.get("XFAILS")),
-        repro_dir=Path(opt("--repro-dir") or env.get("REPRO_DIR", ".simacc/failures")),
-    )
-    from simacc.harness import selection
-
-    try:
-        selection.fixed_token_id()  # a bad SIMACC_FIXED_TOKEN_ID is a usage error now, not at a draw
-    except ValueError as e:
-        raise pytest.UsageError(f"SIMACC_FIXED_TOKEN_ID: {e}") from None
-    config.stash[_SELECTIONS] = [selection.testing(selected)]
-    if opt("--fixed-token-id") is not None:
-        config.stash[_SELECTIONS].append(selection.checking_fixed_token_id(opt("--fixed-token-id")))
-    for chosen in config.stash[_SELECTIONS]:
-        chosen.__enter__()
+        module_path.resolve().relative_to(parent.config.rootpath.resolve())
+    except ValueError:  # outside the rootdir: the node id names the package, not the file's folder
+        nodeid = f"simacc/properties/{module_path.name}"
+    return PropertyModule.from_parent(parent, path=module_path, nodeid=nodeid)
 
 
-def pytest_unconfigure(config):
-    # A session run inside another (simacc check from a test) gives the selections back.
-    for chosen in reversed(config.stash.get(_SELECTIONS, [])):
-        chosen.__exit__(None, None, None)
+def _property(item):
+    from simacc.harness.catalogue import property_of
+
+    return property_of(getattr(item, "function", None))
 
 
-def _load_profile(name, max_examples):
-    """Load the Hypothesis profile ``name`` (when given), then override its max_examples."""
-    from hypothesis import settings
-    from hypothesis.errors import InvalidArgument
+@pytest.hookimpl(trylast=True)  # the device last in a test's id: name[0.4-cpu]
+def pytest_generate_tests(metafunc):
+    from simacc.harness import devices
+    from simacc.harness.catalogue import property_of
 
-    if name:
-        try:
-            settings.load_profile(name)
-        except InvalidArgument:
-            raise pytest.UsageError(f"unknown Hypothesis profile {name!r}; registered: {', '.join(profiles.EXAMPLES)}") from None
-    if max_examples:
-        base = settings.get_current_profile_name()
-        derived = f"{base}-max-examples-{max_examples}"
-        settings.register_profile(derived, parent=settings.get_profile(base), max_examples=max_examples)
-        settings.load_profile(derived)
-
-
-@dataclass(frozen=True)
-class _State:
-    selected: object  # the Implementation under test, or None for the references
-    devices: tuple
-    level: str
-    timeout: float | None
-    xfails: dict
-    repro_dir: Path
+    prop = property_of(metafunc.function)
+    if prop is None:
+        return
+    chosen = session(metafunc.config).settings
+    if prop.params is not None:
+        for name, values in prop.params(chosen).items():
+            metafunc.parametrize(name, values)
+    selected = chosen.devices
+    if not prop.across_devices:
+        params = [_device(d, prop.unavailable(d)) for d in selected]
+    elif not any(devices.is_cuda(d) for d in selected):
+        params = [_device("cuda", "it compares a CUDA device with the CPU, and --simacc-device selects no CUDA device")]
+    elif all(devices.is_cuda(d) for d in selected):
+        params = [_device(d, "it compares this CUDA device with the CPU, and --simacc-device selects no CPU")
+                  for d in selected]
+    else:
+        params = [_device(d, prop.unavailable(d)) for d in selected if devices.is_cuda(d)]
+    metafunc.parametrize("simacc", params, indirect=True)
 
 
-_STATE = pytest.StashKey[_State]()
-_SELECTIONS = pytest.StashKey[list]()  # context managers entered at configure, left at unconfigure
-
-
-def state(config):
-    """The session's selections (implementation, devices, time limit, xfails, repro dir)."""
-    return config.stash[_STATE]
-
-
-def read_xfails(path):
-    """``{property id: line number}`` from an xfails file; ``#`` starts a comment."""
-    if not path:
-        return {}
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise pytest.UsageError(f"--xfails {path}: {e.strerror}") from None
-    ids = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        entry = line.split("#", 1)[0].strip()
-        if entry:
-            ids[entry] = number
-    return ids
+def _device(spelling, skip_reason):
+    marks = (pytest.mark.skip(reason=skip_reason),) if skip_reason else ()
+    return pytest.param(spelling, id=spelling, marks=marks)
 
 
 def property_id(item):
@@ -158,164 +171,330 @@ def property_id(item):
     return item.name.removeprefix("test_")
 
 
-def pytest_generate_tests(metafunc):
-    if "device" not in metafunc.fixturenames:
+def _load(config):
+    """Load the implementation under test once (the properties' own references for
+    ``references``); a failure is kept as the session's ``impl_error``."""
+    from simacc.harness import impl
+
+    st = session(config)
+    if st.loaded:
         return
-    from simacc.harness import devices
+    st.loaded = True
+    chosen = st.settings
+    from simacc.harness import profiles
 
-    selected = state(metafunc.config).devices
-    if metafunc.definition.get_closest_marker("across_devices") is None:
-        params = [_device_param(d, devices.unavailable(d)) for d in selected]
-    else:
-        params = _across_device_params(selected)
-    metafunc.parametrize("device", params)
+    st.hypothesis = profiles.for_session(chosen.profile, chosen.max_examples, config.invocation_params.dir)
+    if chosen.references:
+        return
+    try:
+        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id)
+    except impl.ImplError as e:
+        st.impl_error = str(e)
+        stream.emit(st.stream, "impl_error", message=st.impl_error)
+        return
+    if st.stream:
+        import hypothesis
+        import torch
 
+        import simacc
 
-def _device_param(spelling, skip_reason):
-    marks = (pytest.mark.skip(reason=skip_reason),) if skip_reason else ()
-    return pytest.param(spelling, id=spelling, marks=marks)
-
-
-def _across_device_params(selected):
-    """One parameter per selected CUDA device, each compared with the CPU; skipped with
-    the reason when CUDA or the CPU is not selected (``--device`` is honoured, issue #14)."""
-    from simacc.harness import devices
-
-    cuda = [d for d in selected if devices.is_cuda(d)]
-    if not cuda:
-        return [_device_param("cuda", "compares a CUDA device with the CPU, and --device selects no CUDA device")]
-    if all(devices.is_cuda(d) for d in selected):
-        return [_device_param(d, "compares this CUDA device with the CPU, and --device selects no CPU") for d in cuda]
-    return [_device_param(d, devices.unavailable(d)) for d in cuda]
-
-
-def _contracts(item):
-    marker = item.get_closest_marker("contracts")
-    return marker.args if marker else None
+        loaded = st.impl
+        stream.emit(st.stream, "implementation", spec=loaded.spec, contract=loaded.contract, style=loaded.style,
+                    contract_from=loaded.contract_from, level=loaded.level, source=loaded.source,
+                    version=loaded.version, fixed_token_id=loaded.fixed_token_id,
+                    cuda_available=torch.cuda.is_available(), torch=torch.__version__,
+                    hypothesis=hypothesis.__version__, simacc=simacc.__version__)
 
 
-def _base_id(item):
-    return property_id(item).split("[")[0]
+def pytest_collection_modifyitems(session, config, items):
+    ours = [item for item in items if _property(item) is not None]
+    if not ours:
+        return
+    st = config.stash[_SESSION]
+    worker = hasattr(config, "workerinput")
+    if st.settings.impl is None:
+        if not worker:
+            raise pytest.UsageError(NO_IMPL)
+        return  # the controller stops the session (pytest_xdist_node_collection_finished)
+    _load(config)
+    if st.impl_error and not worker:
+        raise pytest.UsageError(st.impl_error)
+    keep = _selected(config, ours) if st.settings.properties else set(ours)
+    if st.impl_error and st.stream:
+        keep = set()  # a command says it in one line; a plain session fails each property with it
+    if st.impl is not None:
+        for item in ours:
+            reason = _property(item).not_applicable(st.impl, item.callspec.params["simacc"], _params(item))
+            if reason and item in keep:
+                keep.discard(item)
+                st.deselected[item.nodeid] = reason
+    dropped = [item for item in ours if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+    if st.deselected:
+        stream.emit(st.stream, "not_applicable", items=st.deselected)
+    _mark_xfails(config, [item for item in items if item in keep])
+    first = [item for item in items if item in keep and _property(item).id == "regression"]
+    items[:] = first + [item for item in items if item not in first]  # known failures before random ones
 
 
-def pytest_collection_modifyitems(config, items):
-    st = state(config)
-    wanted = config.getoption("simacc_properties")
-    if wanted:
-        chosen = [item for item in items if _base_id(item) in wanted]
-        config.hook.pytest_deselected(items=[item for item in items if _base_id(item) not in wanted])
-        items[:] = chosen
+def _params(item):
+    return {k: v for k, v in item.callspec.params.items() if k != "simacc"}
+
+
+def _selected(config, ours):
+    """The items ``--simacc-property`` selects: ``id``, ``id[device]`` or a shell pattern."""
+    wanted = session(config).settings.properties
+    return {item for item in ours
+            if any(fnmatch.fnmatchcase(property_id(item), w) or fnmatch.fnmatchcase(_property(item).id, w)
+                   for w in wanted)}
+
+
+def _mark_xfails(config, items):
+    st = session(config)
+    if st.settings.xfails is None:
+        return
+    st.xfails = opts.read_xfails(st.settings.xfails)
     unused = dict(st.xfails)
     for item in items:
-        contracts = _contracts(item)
-        if contracts is None:
-            continue
-        if st.selected is not None and st.selected.contract not in contracts:
-            item.add_marker(pytest.mark.skip(
-                reason=f"{NOT_APPLICABLE}: contract {st.selected.contract!r} (applies to {', '.join(contracts)})"
-            ))
-            continue
-        levels = item.get_closest_marker("levels")
-        if levels is not None and st.level not in levels.args:
-            item.add_marker(pytest.mark.skip(reason=f"{NOT_APPLICABLE}: level {st.level!r} (it needs the documented draws)"))
-            continue
-        pid = property_id(item)
-        for entry in (pid, pid.split("[")[0]):
+        for entry in (property_id(item), _property(item).id):
             if entry in st.xfails:
                 unused.pop(entry, None)
-                item.add_marker(pytest.mark.xfail(reason=f"listed in --xfails (line {st.xfails[entry]})", strict=True))
+                item.add_marker(pytest.mark.xfail(reason=f"listed in the xfails file (line {st.xfails[entry]})",
+                                                  strict=True))
+                item.stash[_LISTED] = True
                 break
+    if hasattr(config, "workerinput"):
+        return  # the controller warns once
     for entry, line in unused.items():
         config.issue_config_time_warning(
-            pytest.PytestConfigWarning(f"--xfails line {line}: {entry!r} matches no property"), stacklevel=2
+            pytest.PytestConfigWarning(f"xfails file line {line}: {entry!r} matches no property"), stacklevel=2
         )
 
 
-def examples_run(statistics):
-    """How many examples Hypothesis ran to an outcome (passed or failed) before shrinking:
-    the explicit, database-replay, generate and target phases. Shrink attempts and examples
-    rejected by filters or ``assume`` are not counted. A failing test counts up to its first
-    failure: Hypothesis finishes its batch of examples after that, which says nothing about
-    how soon the property caught the bug (issue #6)."""
-    phases = ("explicit", "reuse", "generate", "target")
-    count = 0
-    for phase in phases:
-        for case in statistics.get(f"{phase}-phase", {}).get("test-cases", ()):
-            count += case["status"] in ("valid", "interesting")
-            if case["status"] == "interesting":
-                return count
-    return count
+_LISTED = pytest.StashKey[bool]()
 
 
-@pytest.hookimpl(wrapper=True, trylast=True)  # innermost: Hypothesis's own wrapper sets a collector too
-def pytest_runtest_call(item):
-    from hypothesis import is_hypothesis_test
-    from hypothesis.statistics import collector
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """(xdist controller) A session that collects simacc's properties with no implementation
+    selected stops here, with one line."""
+    if session(node.config).settings.impl is None and any(_is_ours(nodeid, node.config) for nodeid in ids):
+        raise pytest.UsageError(NO_IMPL)
 
-    if not is_hypothesis_test(getattr(item, "obj", None)):
-        return (yield)
-    outer = collector.value
-    counts = []
 
-    def note(statistics):
-        counts.append(examples_run(statistics))
-        if outer is not None:
-            outer(statistics)
+def _is_ours(nodeid, config):
+    path = nodeid.split("::")[0]
+    return path.startswith("simacc/properties/") or (config.rootpath / path).resolve().parent == properties_dir()
 
-    with collector.with_value(note):
-        try:
-            return (yield)
-        finally:
-            if counts:
-                item.user_properties.append(("simacc_examples", sum(counts)))
+
+# -- running --------------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def impl(request):
-    """A :class:`~simacc.harness.runner.Runner` for the implementation under test (the
-    reference of the property's first contract when none was selected)."""
+def simacc(request):
+    """The implementation under test on this test's device, as a
+    :class:`~simacc.harness.runner.Runner` (simacc's properties only)."""
     from simacc.harness import impl as impls
-    from simacc.harness.runner import DEFAULT_TIMEOUT, Runner
+    from simacc.harness.runner import Runner
 
-    st = state(request.config)
-    chosen = st.selected
-    if chosen is None:
-        contracts = _contracts(request.node) or ("eagle",)
-        chosen = impls.reference(contracts[0], st.level)
-    with Runner(chosen, st.timeout or DEFAULT_TIMEOUT) as runner:
+    prop = _property(request.node)
+    if prop is None or not hasattr(request, "param"):
+        pytest.fail("the simacc fixture serves simacc's own properties only", pytrace=False)
+    st = session(request.config)
+    if st.settings.impl is None:
+        pytest.fail(NO_IMPL, pytrace=False)
+    _load(request.config)
+    if st.impl_error:
+        pytest.fail(st.impl_error, pytrace=False)
+    chosen = st.impl or impls.reference(prop.applies_to(_params(request.node))[0], st.settings.level,
+                                        st.settings.fixed_token_id)
+    with Runner(chosen, request.param, st.settings.timeout, st.hypothesis, st.settings.seed) as runner:
         yield runner
 
 
-def _fixed_token_id():
-    from simacc.harness import selection
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    prop = _property(item)
+    if prop is None:
+        return report
+    runner = getattr(item, "funcargs", {}).get("simacc")
+    if call.when == "setup":
+        report.user_properties += [("simacc_property", prop.id), ("simacc_device", item.callspec.params["simacc"])]
+    if call.when == "call":
+        examples = getattr(runner, "examples", None)
+        if examples is not None:
+            report.user_properties.append(("simacc_examples", examples))
+        if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception) \
+                and getattr(runner, "last", None) is not None and not item.stash.get(_LISTED, False):
+            _record(item, call, report, runner)
+    status = _status(item, call)
+    if status is not None:
+        item.stash[_STATUS] = status
+    if report.when == "teardown":
+        report.user_properties.append(("simacc_status", item.stash.get(_STATUS, Status.PASS).value))
+    return report
 
-    return selection.fixed_token_id()
+
+_STATUS = pytest.StashKey[Status]()
+
+
+def _status(item, call):
+    """The test's status as of this phase (None: nothing new)."""
+    listed = item.stash.get(_LISTED, False)
+    if call.excinfo is None:
+        return (Status.XPASS if listed else Status.PASS) if call.when == "call" else None
+    if call.excinfo.errisinstance(pytest.skip.Exception):
+        return Status.SKIPPED
+    if call.excinfo.errisinstance(pytest.xfail.Exception):
+        return Status.XFAIL
+    return Status.XFAIL if listed and call.when == "call" else Status.FAIL
+
+
+def _record(item, call, report, runner):
+    from simacc.harness import recording
+    from simacc.harness import repro_files as reprofile
+
+    prop = _property(item)
+    pid, module = prop.id, prop.module
+    if prop.id == "regression":  # a corpus case names its own property
+        try:
+            record = reprofile.load(item.callspec.params["regression"])
+        except reprofile.ReproError:
+            return
+        pid, module = record.property, record.module
+    elif not prop.replayable:
+        return  # not a property over one case: nothing a file could replay
+    st = session(item.config)
+    recording.record(report, call.excinfo, runner, pid, module, st.settings.repro_dir, item.config.invocation_params.dir)
+
+
+# -- what the session reports ------------------------------------------------------------------
 
 
 def pytest_report_header(config):
-    import hypothesis
-    import torch
-    from hypothesis import settings
-
-    st = state(config)
-    sel = st.selected
-    if sel is None:
-        under_test = "built-in references"
+    st = session(config)
+    chosen = st.settings
+    if chosen.impl is None:
+        return None
+    if chosen.references:
+        under_test = "each property's own contract's reference (simacc_impl = references)"
     else:
-        version = f", version {sel.version}" if sel.version else ""
-        under_test = f"{sel.spec} (contract {sel.contract}, {sel.source or 'no file'}{version})"
-    profile = settings.default
-    seed = config.getoption("--hypothesis-seed", default=None)
-    seed = seed or ("fixed (derandomized)" if profile.derandomize else "random")
+        where, version = _locate(chosen.impl)
+        under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
+    seed = chosen.seed if chosen.seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
     lines = [
         f"simacc: implementation {under_test}",
-        f"simacc: level {st.level}; fixed token id {_fixed_token_id()}; devices {', '.join(st.devices)} (cuda available: {torch.cuda.is_available()}, "
-        f"{torch.cuda.device_count()} device(s)); "
-        f"profile {settings.get_current_profile_name()!r} (max_examples={profile.max_examples}, "
-        f"derandomize={profile.derandomize}); seed {seed}; "
-        f"torch {torch.__version__}, hypothesis {hypothesis.__version__}",
+        f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
     ]
-    variables = env.in_effect()
+    variables = opts.in_effect()
     if variables:
         lines.append("simacc: " + " ".join(f"{k}={v}" for k, v in variables.items()))
     return lines
+
+
+def _locate(spec):
+    """``(file, version)`` of an IMPL, found without running any of its code."""
+    where, _, _ = spec.rpartition(":")
+    if where.endswith(".py") or "/" in where:
+        return str(Path(where).resolve()), ""
+    from importlib import machinery, metadata
+
+    parts, path, found = where.split("."), None, None
+    for i, part in enumerate(parts):
+        found = machinery.PathFinder.find_spec(part if i == 0 else ".".join(parts[: i + 1]), path)
+        if found is None:
+            return f"module {where}, not found", ""
+        path = found.submodule_search_locations
+    version = ""
+    try:
+        names = metadata.packages_distributions().get(parts[0], [])
+        version = metadata.version(names[0]) if names else ""
+    except metadata.PackageNotFoundError:
+        pass
+    return found.origin or where, version
+
+
+class _Reporter:
+    """(``--simacc-stream``, on the controller) The session's events for the command that
+    started it: what was collected, each test as it starts and its result as it ends (a
+    worker that died under a test included), warnings, and the end."""
+
+    def __init__(self, path):
+        self.path = path
+        self.phases = {}
+
+    def pytest_collection_finish(self, session):
+        if session.items:  # without xdist; with it the workers collect
+            stream.emit(self.path, "collected", nodeids=[item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        stream.emit(self.path, "collected", nodeids=list(ids))
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            stream.emit(self.path, "collect_error", nodeid=report.nodeid, message=str(report.longrepr).strip())
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        stream.emit(self.path, "started", nodeid=nodeid)
+
+    def pytest_runtest_logreport(self, report):
+        phases = self.phases.setdefault(report.nodeid, [])
+        phases.append(report)
+        if report.when in ("teardown", "???"):  # ???: xdist, the worker died under this test
+            del self.phases[report.nodeid]
+            stream.emit(self.path, "result", **_result(report.nodeid, phases))
+
+    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
+        if issubclass(warning_message.category, pytest.PytestConfigWarning):
+            stream.emit(self.path, "warning", message=str(warning_message.message))
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        for nodeid, phases in self.phases.items():  # started, never finished
+            stream.emit(self.path, "result", **_result(nodeid, phases))
+        stream.emit(self.path, "finished", exitstatus=int(exitstatus))
+        self.exitstatus = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Under a simacc command (``--simacc-stream``), the last thing a process of the session
+    does: end at once. Everything is said by now; the interpreter's teardown would only keep
+    the command waiting, forever with a non-daemon thread the implementation left running.
+    A plain pytest session ends as pytest ends it."""
+    if not config.getoption("simacc_stream", None):
+        return
+    reporter = config.pluginmanager.get_plugin("simacc-stream")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(getattr(reporter, "exitstatus", 0))
+
+
+def _result(nodeid, phases):
+    """One test's result from its phase reports, as the stream carries it."""
+    props = {}
+    for r in phases:
+        props.update(dict(r.user_properties))
+    status, message = props.get("simacc_status"), ""
+    failed = next((r for r in phases if r.failed), None)
+    skipped = next((r for r in phases if r.skipped and isinstance(r.longrepr, tuple)), None)
+    if any(r.when == "???" for r in phases):
+        status = Status.FAIL.value
+        message = "the worker process died while running it (a segfault, os._exit or a watchdog kill of a hung call)"
+    elif status is None:  # never reached its teardown
+        status, message = Status.FAIL.value, "the run ended before this test finished"
+    elif failed is not None:
+        crash = getattr(failed.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else str(failed.longrepr).strip().splitlines()[-1]
+        if failed.when != "call":
+            message = f"error in {failed.when}: {message}"
+    elif skipped is not None:
+        message = skipped.longrepr[2].removeprefix("Skipped: ")
+    return dict(nodeid=nodeid, property=props.get("simacc_property"), device=props.get("simacc_device"),
+                status=status, message=message, examples=props.get("simacc_examples"),
+                seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
+                case=props.get("simacc_case"))

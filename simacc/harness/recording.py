@@ -1,84 +1,45 @@
-"""pytest hooks that turn a failing property's shrunk case into a repro file (issue #5).
+"""Turning a failing property's shrunk case into a repro file, for the pytest plugin.
 
-Hypothesis replays the minimal failing example last, so after a failure the ``impl``
-fixture's ``Runner.last`` holds the shrunk case; the device is the test's own parameter
-(a parity property may call the implementation on another device too). The file goes to
-the repro folder (``--repro-dir``) under a name made from the property, implementation,
-device and case, so a failure found again by any xdist worker or run rewrites its own file
-instead of adding one (issue #14). Its path and the case summary go to
-``report.user_properties`` (what ``simacc check`` reads; the path is absolute there and
-relative to the invocation folder in the printed command), and a section of the failure
-output says how to replay it. Writing a repro file never breaks the run: a failure to write
-is reported in that section instead.
-
-The promoted regression cases (``properties/test_regressions.py``) are moved to the front
-of the run, so known failures are replayed before any random generation.
+Hypothesis replays the minimal failing example last, so after a failure the runner's
+``last`` holds the shrunk case; the device is the runner's own (a parity property calls the
+implementation on the CPU too). The file goes to the repro folder under a name made from the
+property, implementation, device and case, so a failure found again by any xdist worker or
+run rewrites its own file instead of adding one. Its path and the case summary go to the
+report's ``user_properties`` (what ``simacc check`` reads), and a section of the failure
+text says how to replay it (so a JUnit report carries it too). Writing a repro file never
+breaks the run: a failure to write is reported in that section instead.
 """
 
-import pytest
+from simacc.harness import repro_files as reprofile
+from simacc.harness.settings import shown
 
-REGRESSIONS_MODULE = "properties.test_regressions"
-
-
-def pytest_collection_modifyitems(config, items):
-    first = [i for i in items if getattr(getattr(i, "module", None), "__name__", "") == REGRESSIONS_MODULE]
-    if first:
-        rest = [i for i in items if getattr(getattr(i, "module", None), "__name__", "") != REGRESSIONS_MODULE]
-        items[:] = first + rest
+SECTION = "simacc repro"
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    funcargs = getattr(item, "funcargs", {})
-    runner = funcargs.get("impl")
-    if report.when == "call" and report.failed and getattr(runner, "last", None) is not None:
-        _record(item, call, report, runner)
-    return report
-
-
-def _record(item, call, report, runner):
-    from simacc.harness import plugin
-    from simacc.harness import repro_files as reprofile
-
+def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
+    """Write the repro file of ``runner``'s last case for property ``prop_id`` and say so in
+    ``report``."""
     case = runner.last[0]
-    device = item.funcargs.get("device", runner.last[1])
-    message = str(call.excinfo.value) if call.excinfo is not None else ""
+    message = str(excinfo.value) if excinfo is not None else ""
+    impl = runner.impl
     try:
-        prop = _property(item)
-        if prop is None:
-            return
-        record = reprofile.Repro(prop, runner.impl.contract, runner.impl.spec, device, message, case, runner.impl.level)
-        path = reprofile.save(record, plugin.state(item.config).repro_dir)
+        repro = reprofile.Repro(prop_id, module, impl.contract, impl.spec, runner.device, message, case, impl.level)
+        path = reprofile.save(repro, repro_dir)
     except (OSError, reprofile.ReproError) as e:
-        report.sections.append(("simacc repro", f"case: {case.summary()}\nno repro file: {e}"))
+        _section(report, f"case: {case.summary()}\nno repro file: {e}")
         return
-    shown = _relative(path, item.config.invocation_params.dir)
-    report.user_properties.append(("simacc_repro", str(path.resolve())))
+    where = shown(path, invocation_dir)
+    report.user_properties.append(("simacc_repro", str(path)))
     report.user_properties.append(("simacc_case", case.summary()))
-    report.sections.append((
-        "simacc repro",
-        f"case: {case.summary()}\nrepro file: {shown}\n"
-        f"replay it: simacc repro {shown} [--impl IMPL] [--device cpu]",
-    ))
+    _section(report, f"case: {case.summary()}\nrepro file: {where}\n"
+                     f"replay it: simacc repro {where} [--impl IMPL] [--device cpu]")
 
 
-def _property(item):
-    """The property a failing item checks (a corpus case names its own), or None for a test
-    that is not a property over a case (errors as data, say): nothing a file could replay."""
-    from simacc.harness import catalogue
-    from simacc.harness import repro_files as reprofile
-
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if "regression" in params:
-        return reprofile.load(params["regression"]).property
-    if not catalogue.replayable(item.function):
-        return None
-    return catalogue.Property(item.originalname.removeprefix("test_"), item.module.__name__, item.function, ())
-
-
-def _relative(path, start):
-    try:
-        return str(path.resolve().relative_to(start.resolve()))
-    except ValueError:
-        return str(path)
+def _section(report, text):
+    """A titled section of the failure text: in the traceback's own sections where it has
+    them (the terminal and a JUnit ``<failure>`` both show those), else the report's."""
+    sections = getattr(report.longrepr, "addsection", None)
+    if sections is not None:
+        sections(SECTION, text)
+    else:
+        report.sections.append((SECTION, text))

@@ -1,4 +1,4 @@
-"""Repro files: one failing case as JSON (issue #5).
+"""Repro files: one failing case as JSON.
 
 A repro file is plain JSON (never pickle or ``torch.load``: a file from a CI artifact must
 not be able to run code by being read). It holds the property id, the contract, the
@@ -20,10 +20,8 @@ from pathlib import Path
 
 import torch
 
-from simacc.harness import devices
-from simacc.harness.cases import CASE_TYPES, CONTRACT_CASES, DTYPES, LAYOUTS, TensorArg
-from simacc.harness.catalogue import Property, find_property
-from simacc.harness.impl import CONTRACTS, LEVELS
+from simacc.harness import contracts, devices
+from simacc.harness.cases import DTYPES, LAYOUTS, TensorArg
 
 SCHEMA = "simacc-repro/1"
 MAX_BYTES = 256 * 2**20
@@ -45,26 +43,22 @@ class ReproError(Exception):
 
 @dataclass(frozen=True)
 class Repro:
-    """The content of a repro file, validated."""
+    """The content of a repro file, validated: ``property`` is the id of the property that
+    failed (``module`` the one it was in), which this module does not look up (the catalogue
+    sits above the harness: :func:`simacc.properties.find`)."""
 
-    property: Property
+    property: str
+    module: str
     contract: str
     impl: str
     device: str
     message: str
     case: object
-    level: str = "exact"  # the conformance level the failure was found at (issue #11)
-
-    def applies_to(self, contract):
-        """Whether an implementation of ``contract`` can be asked this case: the property
-        covers the contract and, for legacy, the case is in fixed mode."""
-        if contract not in self.property.contracts:
-            return False
-        return contract != "legacy" or self.case.simulate_acc_token_mode != "real-draft-token"
+    level: str = "exact"  # the conformance level the failure was found at
 
     def digest(self):
         """Short hash of what identifies the case: the property and the case's data."""
-        text = json.dumps([self.property.id, encode_case(self.case)], sort_keys=True)
+        text = json.dumps([self.property, encode_case(self.case)], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
@@ -114,8 +108,8 @@ def dumps(record):
     case_text = _render([("type", json.dumps(case["type"])), ("fields", fields)], 2)
     top = {
         "schema": SCHEMA,
-        "property": record.property.id,
-        "module": record.property.module,
+        "property": record.property,
+        "module": record.module,
         "contract": record.contract,
         "impl": record.impl,
         "device": record.device,
@@ -142,13 +136,13 @@ def write_atomically(path, text):
 
 def file_name(record):
     """``<property>-<device>-<hash>.json``, the hash over what makes two failures the same:
-    the property, the implementation, the device and the case (issue #14). Any xdist worker
+    the property, the implementation, the device and the case. Any xdist worker
     or later run that finds the failure again gets this name, so a folder holds one file per
     distinct failure. Two spellings of one device (``cpu``, ``cpu:0``) are one device."""
     device = devices.resolve(record.device)
-    identity = [record.property.id, record.impl, str(device), encode_case(record.case)]
+    identity = [record.property, record.impl, str(device), encode_case(record.case)]
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
-    return f"{record.property.id}-{str(device).replace(':', '')}-{digest}.json"
+    return f"{record.property}-{str(device).replace(':', '')}-{digest}.json"
 
 
 def save(record, directory):
@@ -251,9 +245,10 @@ def _field_kinds(case_type):
 def decode_case(obj):
     """The case described by ``{"type": ..., "fields": {...}}``; :class:`ReproError` if invalid."""
     _exact_keys(obj, ("type", "fields"), "'case'")
-    case_type = CASE_TYPES.get(obj["type"]) if isinstance(obj["type"], str) else None
+    types = {c.case_name: c.case_type for c in contracts.CONTRACTS.values()}
+    case_type = types.get(obj["type"]) if isinstance(obj["type"], str) else None
     if case_type is None:
-        raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(CASE_TYPES)})"[:300])
+        raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(types)})"[:300])
     kinds = _field_kinds(case_type)
     defaulted = [name for name, (kind, optional) in kinds.items() if kind != "tensor" and optional]
     _exact_keys({name: None for name in defaulted} | obj["fields"], kinds, f"{obj['type']} fields")
@@ -320,14 +315,14 @@ def parse(text):
     doc = {**OPTIONAL_KEYS, **doc}
     _exact_keys(doc, (*KEYS, *OPTIONAL_KEYS), "the file")
     level = _string(doc, "level")
-    if level not in LEVELS:
-        raise ReproError(f"unknown level {level[:80]!r} (expected one of {LEVELS})")
+    if level not in contracts.LEVELS:
+        raise ReproError(f"unknown level {level[:80]!r} (expected one of {contracts.LEVELS})")
     pid = _string(doc, "property")
     if not _ID.fullmatch(pid):
         raise ReproError(f"property id {pid[:80]!r} is not a valid id")
     contract = _string(doc, "contract")
-    if contract not in CONTRACTS:
-        raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {CONTRACTS})")
+    if contract not in contracts.CONTRACTS:
+        raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {contracts.NAMES})")
     device = _string(doc, "device")
     try:
         devices.parse(device)
@@ -335,16 +330,9 @@ def parse(text):
         raise ReproError(f"unknown device {device[:80]!r} (expected cpu, cuda, cpu:N or cuda:N)") from None
     impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
     case = decode_case(doc["case"])
-    wanted = CONTRACT_CASES[contract]
-    if not isinstance(case, wanted):
+    if type(case).__name__ != contracts.CONTRACTS[contract].case_name:
         raise ReproError(f"case type {type(case).__name__!r} does not fit contract {contract!r}")
-    try:
-        prop = find_property(pid, module)
-    except LookupError as e:
-        raise ReproError(str(e)) from None
-    if contract not in prop.contracts:
-        raise ReproError(f"property {pid!r} does not apply to contract {contract!r}")
-    return Repro(prop, contract, impl, device, message, case, level)
+    return Repro(pid, module, contract, impl, device, message, case, level)
 
 
 def load(path):
@@ -360,10 +348,3 @@ def load(path):
         raise ReproError("not a repro file: not UTF-8 text") from None
     return parse(text)
 
-
-def corpus_dir():
-    """The promoted regression cases: ``SIMACC_REGRESSIONS`` or ``properties/regressions``."""
-    import properties
-    from simacc.harness import env
-
-    return Path(env.get("REGRESSIONS") or Path(properties.__file__).parent / "regressions")

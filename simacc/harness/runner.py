@@ -4,21 +4,23 @@ This is the one place where the implementation is called. Whatever goes wrong in
 (an exception, an asynchronous CUDA error) becomes an :class:`ImplementationFailed`
 assertion, so a property fails with a clear message instead of the harness crashing.
 
-Each call has a time limit, and costs microseconds, not a thread (issue #10). In the main
+Each call has a time limit, and costs microseconds, not a thread. In the main
 thread a ``SIGALRM`` timer interrupts a call that runs past the limit with
 :class:`ImplementationHung`, which stops Hypothesis at once: shrinking would call the
 hanging implementation again and again, one time limit each. A call stuck in C code that
 never lets the interpreter run the signal handler is ended by a watchdog (``faulthandler``)
 a little later, which kills the process: xdist reports a crashed worker, a failed property
-either way, never a hung run (issue #4). The watchdog is armed with room to spare and
+either way, never a hung run. The watchdog is armed with room to spare and
 re-armed only when the room runs out, so it costs nothing per call. Outside the main thread
 (or without ``SIGALRM``) the call runs in a helper thread that is abandoned if it hangs.
 
 On CUDA the call runs with the inputs' device as the current one (as a serving process
 does) and is followed by a synchronisation of that device, so asynchronous errors belong to
-the call that caused them (issue #9).
+the call that caused them.
 
-The last case run is remembered for the repro file.
+A runner belongs to one test: it knows the implementation, the device the test runs on and
+the Hypothesis settings its properties run under. The last case run is remembered for the
+repro file.
 """
 
 import faulthandler
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-DEFAULT_TIMEOUT = 30.0
+from simacc.harness.settings import DEFAULT_TIMEOUT
+
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
 WATCHDOG_ROOM = 20.0  # extra seconds the watchdog is armed with, so that it is re-armed rarely
 
@@ -100,16 +103,22 @@ def _alarm(signum, frame):
 
 
 class Runner:
-    """Calls one :class:`~simacc.harness.impl.Implementation` with a time limit per call.
+    """Calls one :class:`~simacc.harness.impl.Implementation` on ``device`` with a time limit
+    per call; ``hypothesis`` (a Hypothesis settings object) and ``seed`` are what the
+    properties it serves run under (None: simacc's ``default`` profile, a random seed).
 
-    Use it as a context manager (the ``impl`` fixture does): leaving it disarms the
+    Use it as a context manager (the ``simacc`` fixture does): leaving it disarms the
     watchdog once no other runner needs it.
     """
 
-    def __init__(self, impl, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None):
         self.impl = impl
+        self.device = device
         self.timeout = timeout
+        self.hypothesis = hypothesis
+        self.seed = seed
         self.last = None  # (case, device) of the most recent call: what a repro records
+        self.examples = None  # examples the last property run to an outcome (Property.run)
         self._previous_handler = None  # SIGALRM's handler before this runner installed its own
 
     def __enter__(self):
@@ -124,9 +133,11 @@ class Runner:
             self._previous_handler = None
         _WATCHDOG.release()
 
-    def attempt(self, case, device):
-        """Run ``case`` on ``device`` from its seed; never raises for the implementation's
-        own errors (they land in ``Outcome.error``), only :class:`ImplementationHung`."""
+    def attempt(self, case, device=None):
+        """Run ``case`` on ``device`` (default: the runner's) from its seed; never raises for
+        the implementation's own errors (they land in ``Outcome.error``), only
+        :class:`ImplementationHung`."""
+        device = self.device if device is None else device
         self.last = (case, device)
         args = case.args(device)
         torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
@@ -144,13 +155,13 @@ class Runner:
             returned, error = None, e
         return Outcome(returned, error, args, rng_before, torch.get_rng_state(), case, device)
 
-    def run(self, case, device):
+    def run(self, case, device=None):
         """Like :meth:`attempt`, but an error from the implementation fails the property."""
         outcome = self.attempt(case, device)
         if outcome.error is not None:
             e = outcome.error
             raise ImplementationFailed(
-                f"{self.impl.spec} raised {type(e).__name__}: {e} on {device} [{case.summary()}]"
+                f"{self.impl.spec} raised {type(e).__name__}: {e} on {outcome.device} [{case.summary()}]"
             ) from e
         return outcome
 

@@ -1,0 +1,11 @@
+"""The exit codes of every simacc command, in one place (pytest's where they overlap)."""
+
+import enum
+
+
+class Exit(enum.IntEnum):
+    OK = 0  # conformant; the case passes; nothing left to report
+    FAILED = 1  # not conformant; the case still fails; a new failure was found
+    USAGE = 2  # a bad argument, file or implementation: nothing was checked
+    NOTHING_CHECKED = 5  # pytest's "no tests ran": nothing checked is never success
+    INTERRUPTED = 130  # Ctrl-C

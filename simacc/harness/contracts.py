@@ -1,0 +1,102 @@
+"""The contracts an implementation can follow, one record each, in the manner of PyTorch's
+OpInfo: what identifies the contract in a signature, how each call style orders the
+arguments, which arguments a call may leave out, its reference, its case type and its token
+modes. Loading an implementation, the call styles, the cases, the benchmarks and repro files
+all read these records (CONTRACT.md §4, §6-§10).
+
+Adding a contract: a record here, its reference in :mod:`simacc.contract`, a case type in
+:mod:`simacc.harness.cases`, a strategy, a property module and zoo entries.
+"""
+
+import importlib
+from dataclasses import dataclass, field
+
+TOKEN_MODES = ("fixed", "real-draft-token")
+LEVELS = ("exact", "semantic")
+METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
+
+EAGLE_PARAMS = ("accept_index", "predict", "num_correct_drafts", "candidates", "target_predict", "bs", "spec_steps",
+                "simulate_acc_len", METHOD, MODE)
+LEGACY_ORDER = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_steps", "simulate_acc_len", METHOD)
+OLDEST_ORDER = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
+# what the third parameter of the legacy function was called over the releases (CONTRACT.md §6)
+LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One contract.
+
+    ``params`` are the keyword names whose presence in a signature identifies it (called
+    in ``keyword_style``). ``orders`` maps each positional call style to its argument order;
+    a signature whose leading parameters follow one (``aliases`` allowed) is called in that
+    style. ``omissions`` maps each style to the sets of
+    arguments a call in that style may leave out so that their defaults apply: any
+    defaulted keyword, positionally only a trailing run. ``level`` forces a conformance
+    level (a port in another array library draws ``L`` its own way).
+    """
+
+    name: str
+    params: tuple
+    reference: str
+    case_name: str  # its case type in simacc.harness.cases (named: this module imports no torch)
+    keyword_style: str | None = "keywords"  # None: recognised by position only
+    aliases: dict = field(default_factory=dict)  # other names a parameter had in older releases
+    orders: dict = field(default_factory=dict)
+    omissions: dict = field(default_factory=dict)
+    modes: tuple = TOKEN_MODES
+    level: str | None = None
+
+    @property
+    def case_type(self):
+        return getattr(importlib.import_module("simacc.harness.cases"), self.case_name)
+
+    def accepts(self, case):
+        """Whether an implementation of this contract can be asked ``case``."""
+        return type(case).__name__ == self.case_name and case.mode in self.modes
+
+
+CONTRACTS = {
+    c.name: c
+    for c in (
+        Contract(
+            "eagle", EAGLE_PARAMS, "simacc:generate_simulated_accept_index", "EagleCase",
+            orders={"positional": EAGLE_PARAMS},
+            omissions={"keywords": ((METHOD,), (MODE,), (METHOD, MODE)), "positional": ((MODE,), (METHOD, MODE))},
+        ),
+        Contract(
+            "legacy", LEGACY_ORDER, "simacc:legacy_generate_simulated_accept_index", "EagleCase",
+            keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
+            aliases={"num_correct_drafts": LEGACY_THIRD}, omissions={"legacy": ((METHOD,),)}, modes=("fixed",),
+        ),
+        Contract(
+            "dflash",
+            ("candidates", "target_predict", "accept_len", "commit_lens", "bonus", "out_tokens", "simulate_acc_len",
+             METHOD, MODE),
+            "simacc:apply_dflash_simulated_acceptance", "DflashCase",
+            omissions={"keywords": (("next_token_logits",),)},
+        ),
+        Contract(
+            "kernel",
+            ("accept_indices", "predict_tokens", "num_correct_drafts", "candidate_tokens", "target_tokens", "width",
+             "num_accept_tokens", "real_tokens"),
+            "simacc:simulated_accept", "KernelCase",
+        ),
+        Contract(
+            "functional",
+            ("accept_index", "predict", "candidates", "target_predict", "valid_mask", "spec_steps", "simulate_acc_len",
+             METHOD, MODE, "fixed_token_id", "rng"),
+            "simacc.contract.functional:simulated_acceptance", "FunctionalCase",
+            keyword_style="jax", level="semantic",
+        ),
+    )
+}
+NAMES = tuple(CONTRACTS)
+
+
+def get(name):
+    """The record of contract ``name``; ``ValueError`` naming the known ones."""
+    try:
+        return CONTRACTS[name]
+    except KeyError:
+        raise ValueError(f"unknown contract {name!r}; expected one of {', '.join(NAMES)}") from None

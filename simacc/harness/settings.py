@@ -1,0 +1,295 @@
+"""What a session checks and how: one :class:`Settings` record, resolved once.
+
+Each setting is an :class:`Option`: its ``SIMACC_*`` variable, its spelling under pytest
+(``--simacc-<name>``) and on simacc's own commands (``--<name>``), how its text is parsed
+and its default. :func:`resolve` applies "option, then variable, then default" exactly once,
+on the process that starts a session (the pytest controller, or a command); pytest-xdist
+workers receive the result (:meth:`Settings.to_json`), the way pytest-randomly hands its
+seed to them, and never resolve anything again. Paths are made absolute at resolution, so
+an implementation that changes the working directory moves nothing.
+
+Every parse error is a :class:`SettingsError`: one line naming the option or variable.
+"""
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from simacc.harness import contracts, devices
+
+PROFILES = ("default", "ci", "thorough")  # simacc's own Hypothesis profiles: simacc-default, ...
+DEFAULT_TIMEOUT = 30.0
+REPRO_DIR = ".simacc/failures"
+CORPUS_DIR = "simacc-regressions"  # a project's own regression cases, in its rootdir
+MAX_TOKEN_ID = 2**31 - 1  # predict is int32
+REFERENCES = "references"  # the IMPL that runs each property against its own contract's reference
+
+
+class SettingsError(ValueError):
+    """A bad option or ``SIMACC_*`` value: one line, a usage error."""
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def _int(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a whole number, got {text!r}") from None
+
+
+def positive_number(unit):
+    """A parser of a number of ``unit`` (seconds, minutes) that must be > 0."""
+
+    def parse(text):
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            raise ValueError(f"must be a number of {unit}, got {text!r}") from None
+        if not value > 0:
+            raise ValueError(f"must be > 0, got {text!r}")
+        return value
+
+    return parse
+
+
+def _choice(names):
+    def parse(text):
+        if text not in names:
+            raise ValueError(f"must be one of {', '.join(names)}, got {text!r}")
+        return text
+
+    return parse
+
+
+def _devices(text):
+    devices.expand(text)
+    return text
+
+
+def _profile(text):
+    name = str(text).removeprefix("simacc-")
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {text!r}; simacc's profiles are {', '.join(PROFILES)}")
+    return name
+
+
+def fixed_token_id(text):
+    """A fixed token id: a whole number that fits in ``predict`` (int32, not negative)."""
+    value = _int(text)
+    if not 0 <= value <= MAX_TOKEN_ID:
+        raise ValueError(f"must be in [0, {MAX_TOKEN_ID}] (predict is int32), got {text!r}")
+    return value
+
+
+def _path(text):
+    return Path(text)
+
+
+def one_device(text):
+    """A single device spelling (``cpu``, ``cuda:1``), not ``all`` or a list."""
+    return devices.check(text)
+
+
+def workers(text):
+    """pytest-xdist's ``-n``: ``auto`` or a count >= 0 (0 runs in one process)."""
+    if text == "auto":
+        return text
+    value = _int(text)
+    if value < 0:
+        raise ValueError(f"must be 'auto' or a number >= 0, got {text!r}")
+    return str(value)
+
+
+positive_int = _positive_int
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ``name`` is its field in :class:`Settings` and gives ``SIMACC_<NAME>``,
+    ``--simacc-<name>`` under pytest and ``--<name>`` on the commands."""
+
+    name: str
+    parse: object
+    help: str
+    metavar: str = "VALUE"
+    repeat: bool = False  # an option given several times (no variable)
+    spelling: str = ""  # the flag's name, when not the field's
+
+    @property
+    def variable(self):
+        return None if self.repeat else f"SIMACC_{self.name.upper()}"
+
+    def flag(self, pytest=False):
+        return f"--{'simacc-' if pytest else ''}{(self.spelling or self.name).replace('_', '-')}"
+
+    @property
+    def dest(self):
+        return f"simacc_{self.name}"
+
+
+OPTIONS = {
+    o.name: o
+    for o in (
+        Option("impl", str, "the implementation under test: 'package.module:attribute' or 'path/to/file.py:attribute'",
+               "IMPL"),
+        Option("contract", _choice(contracts.NAMES), f"force its contract ({', '.join(contracts.NAMES)}) instead of "
+               "inferring it from the signature", "NAME"),
+        Option("level", _choice(contracts.LEVELS), "exact (default): L is the documented draw from torch's CPU "
+               "generator; semantic: for ports that draw L their own way", "LEVEL"),
+        Option("device", _devices, f"{devices.HELP} (default all: a missing device is skipped with the reason)",
+               "DEVICES"),
+        Option("profile", _profile, f"simacc's Hypothesis profile: {', '.join(PROFILES)} (default ci when CI is set, "
+               "else default)", "NAME"),
+        Option("max_examples", _positive_int, "examples per property (overrides the profile)", "N"),
+        Option("seed", _int, "Hypothesis seed, for a reproducible run", "S"),
+        Option("timeout", positive_number("seconds"), f"per-call time limit in seconds (default {DEFAULT_TIMEOUT:g})",
+               "S"),
+        Option("fixed_token_id", fixed_token_id, "the id fixed mode must write where the contract takes it as an "
+               "argument (functional; default 100, sglang-jax uses 32)", "N"),
+        Option("xfails", _path, "file of property ids expected to fail, one a line, '#' comments", "FILE"),
+        Option("repro_dir", _path, f"where repro files of failing cases go (default {REPRO_DIR})", "DIR"),
+        Option("corpus", _path, f"this project's regression corpus, replayed with simacc's own (default {CORPUS_DIR} "
+               "in the rootdir)", "DIR"),
+        Option("properties", str, "check only this property: an id, id[device] or a shell pattern (repeatable)", "ID",
+               repeat=True, spelling="property"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A session's choices, every one resolved (see the module)."""
+
+    impl: str | None = None
+    contract: str | None = None
+    level: str = "exact"
+    device: str = devices.ALL
+    profile: str = "default"
+    max_examples: int | None = None
+    seed: int | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    fixed_token_id: int | None = None  # None: the implementation's own default (100)
+    xfails: Path | None = None
+    repro_dir: Path = Path(REPRO_DIR)
+    corpus: Path = Path(CORPUS_DIR)
+    properties: tuple = ()
+
+    @property
+    def devices(self):
+        return devices.expand(self.device)
+
+    @property
+    def references(self):
+        """True when each property runs against its own contract's reference."""
+        return self.impl == REFERENCES
+
+    def to_json(self):
+        return {k: str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data):
+        paths = {f.name for f in dataclasses.fields(cls) if "Path" in str(f.type)}
+        return cls(**{k: Path(v) if k in paths and v is not None else tuple(v) if isinstance(v, list) else v
+                      for k, v in data.items()})
+
+
+def resolve(given, environ=None, root=None):
+    """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
+    as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults. Relative
+    paths are taken from ``root`` (default: the working directory)."""
+    environ = os.environ if environ is None else environ
+    root = Path(root or os.getcwd())
+    values = {}
+    for option in OPTIONS.values():
+        value = given.get(option.name)
+        if value is None and option.variable and environ.get(option.variable):
+            try:
+                value = option.parse(environ[option.variable])
+            except ValueError as e:
+                raise SettingsError(f"{option.variable}: {e}") from None
+        if value is not None:
+            values[option.name] = tuple(value) if option.repeat else value
+    values.setdefault("profile", "ci" if environ.get("CI") else "default")
+    for name in ("xfails", "repro_dir", "corpus"):
+        if name in values:
+            values[name] = root / values[name]
+    values.setdefault("repro_dir", root / REPRO_DIR)
+    values.setdefault("corpus", root / CORPUS_DIR)
+    forced = contracts.CONTRACTS[values["contract"]].level if "contract" in values else None
+    if forced:
+        values["level"] = forced
+    settings = Settings(**values)
+    if settings.xfails is not None:
+        read_xfails(settings.xfails)  # unreadable: a usage error now, not later
+    return settings
+
+
+def shown(path, start=None):
+    """How a resolved path is printed: relative to ``start`` (the working directory) when it
+    lies below it, else whole."""
+    try:
+        return Path(path).resolve().relative_to(Path(start or os.getcwd()).resolve())
+    except ValueError:
+        return Path(path)
+
+
+def read_xfails(path):
+    """``{property id: line number}`` from an xfails file; ``#`` starts a comment."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"xfails file {path}: {getattr(e, 'strerror', None) or e}") from None
+    ids = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        entry = line.split("#", 1)[0].strip()
+        if entry:
+            ids[entry] = number
+    return ids
+
+
+def argtype(parse):
+    """``parse`` as an argparse ``type=``: its ``ValueError`` becomes argparse's error."""
+
+    def checked(text):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    checked.__name__ = getattr(parse, "__name__", "value")
+    return checked
+
+
+def add_arguments(parser, names, pytest=False):
+    """Add the options ``names`` to an argparse parser (or a pytest option group), each with
+    its variable in the help."""
+    add = parser.addoption if pytest else parser.add_argument
+    for name in names:
+        option = OPTIONS[name]
+        env = f" (env {option.variable})" if option.variable else ""
+        add(option.flag(pytest), dest=option.dest, metavar=option.metavar, default=None,
+            action="append" if option.repeat else "store", type=argtype(option.parse), help=option.help + env)
+
+
+def given(namespace, names=OPTIONS):
+    """``{name: value}`` of the options ``names`` as an argparse namespace (or pytest's
+    ``config.option``) holds them."""
+    return {name: getattr(namespace, OPTIONS[name].dest, None) for name in names}
+
+
+def in_effect(environ=None):
+    """``{name: value}`` for every ``SIMACC_*`` variable that is set."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(environ.items()) if k.startswith("SIMACC_")}
