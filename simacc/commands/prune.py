@@ -15,7 +15,6 @@ missing) is kept: nothing checked, nothing removed.
 from collections import Counter
 
 from simacc.commands.exits import Exit
-from simacc.harness.repro_files import ReproError
 from simacc.harness.settings import shown
 
 WORST_FIRST = (Exit.USAGE, Exit.FAILED, Exit.NOTHING_CHECKED)  # which exit code the folder gets
@@ -31,7 +30,7 @@ def clean(directory, read_file, replay, keep=None, remove_unreadable=False):
     older = set(_older_than_newest(read, keep))
     verbs, codes = Counter(), []
     for path, record in read.items():
-        if isinstance(record, ReproError):
+        if isinstance(record, Exception):  # unreadable: the ReproError saying why
             verb, reason, code = _unreadable(path, record, remove_unreadable)
         elif path in older:
             verb, reason, code = _remove(path, f"older than the newest {keep}", Exit.OK)
@@ -50,7 +49,10 @@ def clean(directory, read_file, replay, keep=None, remove_unreadable=False):
 
 
 def _read(read_file, path):
-    """``(record, property)`` of ``path``, or the :class:`ReproError` saying why not."""
+    """``(record, property)`` of ``path``, or the
+    :class:`~simacc.harness.repro_files.ReproError` saying why not."""
+    from simacc.harness.repro_files import ReproError
+
     try:
         return read_file(path)
     except ReproError as e:
@@ -61,7 +63,7 @@ def _older_than_newest(read, keep):
     """The readable files beyond the newest ``keep``."""
     if keep is None:
         return []
-    readable = [p for p, record in read.items() if not isinstance(record, ReproError)]
+    readable = [p for p, record in read.items() if not isinstance(record, Exception)]
     return sorted(readable, key=lambda p: p.stat().st_mtime, reverse=True)[keep:]
 
 

@@ -17,13 +17,10 @@ import dataclasses
 import os
 import sys
 
-import torch
-
 from simacc.commands import prune
 from simacc.commands.exits import Exit
 from simacc.harness import contracts, devices
 from simacc.harness import settings as opts
-from simacc.harness.repro_files import MAX_MESSAGE, ReproError, dumps, load, write_atomically
 
 USAGE = """simacc repro PATH [--impl IMPL] [--device DEVICE] [--no-fallback] [--promote] [options]
        simacc repro --prune [--keep N] [--repro-dir DIR] [--remove-unreadable] [--impl IMPL] [--device DEVICE] [...]
@@ -158,12 +155,14 @@ def _device(asked, recorded, fallback):
 def read(path):
     """``(record, property)`` of the repro file at ``path``; :class:`ReproError` if unusable."""
     from simacc import properties
+    from simacc.harness import repro_files
 
-    record = load(path)
+    record = repro_files.load(path)
     return record, properties.of_repro(record)
 
 
 def _replay_file(args):
+    from simacc.harness.repro_files import ReproError
     from simacc.harness.runner import ImplementationHung, Runner
 
     try:
@@ -209,6 +208,8 @@ def _show_differences(runner, case):
     with Runner(reference, runner.device, runner.timeout) as by_reference:
         expected = by_reference.attempt(case)
     produced = runner.attempt(case)
+    from simacc.commands.differences import differences
+
     for line in differences(expected, produced):
         print(f"  {line}")
 
@@ -242,75 +243,13 @@ def _replayer(args):
     return replay
 
 
-# -- showing where the outputs differ ------------------------------------------------------
-
-MAX_LISTED = 20
-
-
-def _tensor_diff(name, expected, produced):
-    if isinstance(expected, tuple) and isinstance(produced, tuple) and len(expected) == len(produced):
-        return [line for k, (e, p) in enumerate(zip(expected, produced)) for line in _tensor_diff(f"{name}[{k}]", e, p)]
-    if not isinstance(expected, torch.Tensor) or not isinstance(produced, torch.Tensor):
-        if type(expected) is type(produced) and not isinstance(expected, torch.Tensor) and expected == produced:
-            return []
-        return [f"{name}: expected {_short(expected)}, produced {_short(produced)}"]
-    lines = []
-    for attr in ("dtype", "device"):
-        if getattr(expected, attr) != getattr(produced, attr):
-            lines.append(f"{name}.{attr}: expected {getattr(expected, attr)}, produced {getattr(produced, attr)}")
-    if expected.shape != produced.shape:
-        return lines + [f"{name}.shape: expected {tuple(expected.shape)}, produced {tuple(produced.shape)}"]
-    e, p = expected.cpu(), produced.cpu()
-    wrong = (e != p) & ~(e.isnan() & p.isnan()) if e.is_floating_point() else e != p
-    where = wrong.nonzero().tolist()
-    if where:
-        lines.append(f"{name}: {len(where)} of {e.numel()} elements differ")
-        if e.numel() <= 16:
-            lines.append(f"  expected {e.tolist()}, produced {p.tolist()}")
-        for index in where[:MAX_LISTED]:
-            at = ", ".join(map(str, index))
-            lines.append(f"  {name}[{at}]: expected {e[tuple(index)].item()}, produced {p[tuple(index)].item()}")
-        if len(where) > MAX_LISTED:
-            lines.append(f"  ... and {len(where) - MAX_LISTED} more")
-    return lines
-
-
-def _short(x):
-    if isinstance(x, torch.Tensor):
-        return f"Tensor[size={tuple(x.shape)}, dtype={str(x.dtype)[6:]}]"
-    return repr(x)[:200]
-
-
-def differences(expected, produced):
-    """Lines saying where ``produced`` (an :class:`~simacc.harness.runner.Outcome`) differs from
-    ``expected``: errors, the return value, every tensor argument after the call, and the
-    generator state."""
-    if expected.error is not None or produced.error is not None:
-        said = lambda o: "returned" if o.error is None else f"raised {type(o.error).__name__}: {o.error}"  # noqa: E731
-        if type(expected.error) is not type(produced.error):
-            return [f"the reference {said(expected)}; the implementation {said(produced)}".splitlines()[0]]
-    lines = _tensor_diff("returned", expected.returned, produced.returned)
-    same = []
-    for name, value in expected.args.items():
-        found = _tensor_diff(name, value, produced.args[name])
-        lines += found
-        if not found and isinstance(value, torch.Tensor):
-            same.append(name)
-    if not torch.equal(expected.rng_after, produced.rng_after):
-        lines.append("CPU generator state after the call differs (not the documented draws)")
-    if not lines:
-        lines.append("every output equals the reference's; the property checks more than values (see FAIL)")
-    if same:
-        lines.append(f"equal to the reference: {', '.join(same)}")
-    return lines
-
-
 def promote(record, prop, corpus, timeout):
     """Copy ``record`` into this project's ``corpus`` as ``<property>-<hash>.json`` (the folder
     made on first use) once the reference passes it; None on success, 1 when the reference
     fails it too. Normalised: the file names the reference and cpu (a plain replay of it
     passes), and its message says what it caught."""
     from simacc.harness import impl as impls
+    from simacc.harness.repro_files import MAX_MESSAGE, dumps, write_atomically
     from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)
