@@ -1,6 +1,26 @@
-"""pytest wiring of simacc's own repository: the plugin (a pytest11 entry point wherever
-simacc is installed; here by name, since ``addopts`` turns plugin autoloading off), and in
-``pyproject.toml`` the ``simacc_impl = references`` that makes every property run against its
-own contract's reference. Elsewhere a run without ``--simacc-impl`` is a usage error."""
+"""pytest wiring of simacc's own repository (the plugin itself is the ``simacc`` entry point,
+loaded by name in ``pyproject.toml``'s ``addopts``, which turns autoloading off; there too
+``simacc_impl = references`` makes every property run against its own contract's reference).
 
-pytest_plugins = ("simacc.harness.plugin",)
+Tests marked ``slow`` (an install from a built wheel, say) run only with ``--simacc-run-slow``:
+they take minutes, and CI's suite has one. The option is namespaced because this file is
+also read where a project checks an editable install of simacc from this checkout."""
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--simacc-run-slow", action="store_true", help="also run simacc's own slow self-tests")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: one of simacc's own self-tests that takes minutes (--simacc-run-slow)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--simacc-run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --simacc-run-slow")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)

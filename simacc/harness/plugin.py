@@ -82,7 +82,7 @@ def pytest_configure(config):
         chosen = opts.Settings.from_json(config.workerinput["simacc_settings"])
     else:
         try:
-            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir)
+            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath)
         except opts.SettingsError as e:
             raise pytest.UsageError(str(e)) from None
         if chosen.impl is None and config.getini("simacc_impl"):
@@ -397,24 +397,32 @@ def pytest_report_header(config):
 
 
 def _locate(spec):
-    """``(file, version)`` of an IMPL, found without running any of its code."""
+    """``(file, version)`` of an IMPL, found without running any of its code: the version from
+    the installed distribution's metadata, else a literal ``__version__`` in the package."""
+    import ast
+    from importlib import metadata
+
     where, _, _ = spec.rpartition(":")
     if where.endswith(".py") or "/" in where:
         return str(Path(where).resolve()), ""
-    from importlib import machinery, metadata
-
-    parts, path, found = where.split("."), None, None
-    for i, part in enumerate(parts):
-        found = machinery.PathFinder.find_spec(part if i == 0 else ".".join(parts[: i + 1]), path)
+    parts, path, found, top = where.split("."), None, None, None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])  # each finder asked as an import would, nothing executed
+        found = next(filter(None, (getattr(f, "find_spec", lambda *a: None)(name, path) for f in sys.meta_path)), None)
         if found is None:
             return f"module {where}, not found", ""
+        top = top or found
         path = found.submodule_search_locations
-    version = ""
+    names = metadata.packages_distributions().get(parts[0], [])
+    if names:
+        return found.origin or where, metadata.version(names[0])
     try:
-        names = metadata.packages_distributions().get(parts[0], [])
-        version = metadata.version(names[0]) if names else ""
-    except metadata.PackageNotFoundError:
-        pass
+        tree = ast.parse(Path(top.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, TypeError, ValueError):
+        return found.origin or where, ""
+    version = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)), "")
     return found.origin or where, version
 
 

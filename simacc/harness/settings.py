@@ -205,10 +205,11 @@ class Settings:
                       for k, v in data.items()})
 
 
-def resolve(given, environ=None, root=None):
+def resolve(given, environ=None, root=None, home=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
     as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults. Relative
-    paths are taken from ``root`` (default: the working directory)."""
+    paths are taken from ``root`` (default: the working directory); the project's corpus is
+    by default in ``home`` (pytest's rootdir; default ``root``)."""
     environ = os.environ if environ is None else environ
     root = Path(root or os.getcwd())
     values = {}
@@ -226,7 +227,7 @@ def resolve(given, environ=None, root=None):
         if name in values:
             values[name] = root / values[name]
     values.setdefault("repro_dir", root / REPRO_DIR)
-    values.setdefault("corpus", root / CORPUS_DIR)
+    values.setdefault("corpus", Path(home or root) / CORPUS_DIR)
     forced = contracts.CONTRACTS[values["contract"]].level if "contract" in values else None
     if forced:
         values["level"] = forced
