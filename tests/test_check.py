@@ -419,7 +419,7 @@ def test_the_junit_report_names_each_test_with_its_module_and_carries_the_replay
 
 
 @pytest.mark.parametrize("selected, reason", [
-    ("cpu", "--simacc-device selects no CUDA device"),
+    ("cpu", "not applicable: it compares a CUDA device with the CPU, and cpu is not one"),
     ("cuda:7", "--simacc-device selects no CPU"),
     ("cpu,cuda:7", "no cuda:7" if torch.cuda.is_available() else "no CUDA"),
 ])

@@ -148,15 +148,16 @@ def pytest_generate_tests(metafunc):
         for name, values in prop.params(chosen).items():
             metafunc.parametrize(name, values)
     selected = chosen.devices
+    cuda = [d for d in selected if devices.is_cuda(d)]
     if not prop.across_devices:
         params = [_device(d, prop.unavailable(d)) for d in selected]
-    elif not any(devices.is_cuda(d) for d in selected):
-        params = [_device("cuda", "it compares a CUDA device with the CPU, and --simacc-device selects no CUDA device")]
-    elif all(devices.is_cuda(d) for d in selected):
+    elif not cuda:  # one CPU parameter, which Property.not_applicable then deselects
+        params = [_device(selected[0], None)]
+    elif len(cuda) == len(selected):
         params = [_device(d, "it compares this CUDA device with the CPU, and --simacc-device selects no CPU")
-                  for d in selected]
+                  for d in cuda]
     else:
-        params = [_device(d, prop.unavailable(d)) for d in selected if devices.is_cuda(d)]
+        params = [_device(d, prop.unavailable(d)) for d in cuda]
     metafunc.parametrize("simacc", params, indirect=True)
 
 
@@ -222,9 +223,9 @@ def pytest_collection_modifyitems(session, config, items):
     keep = _selected(config, ours) if st.settings.properties else set(ours)
     if st.impl_error and st.stream:
         keep = set()  # a command says it in one line; a plain session fails each property with it
-    if st.impl is not None:
+    if st.impl_error is None:
         for item in ours:
-            reason = _property(item).not_applicable(st.impl, item.callspec.params["simacc"], _params(item))
+            reason = _property(item).not_applicable(_implementation(item), item.callspec.params["simacc"], _params(item))
             if reason and item in keep:
                 keep.discard(item)
                 st.deselected[item.nodeid] = reason
@@ -296,7 +297,6 @@ def _is_ours(nodeid, config):
 def simacc(request):
     """The implementation under test on this test's device, as a
     :class:`~simacc.harness.runner.Runner` (simacc's properties only)."""
-    from simacc.harness import impl as impls
     from simacc.harness.runner import Runner
 
     prop = _property(request.node)
@@ -308,10 +308,20 @@ def simacc(request):
     _load(request.config)
     if st.impl_error:
         pytest.fail(st.impl_error, pytrace=False)
-    chosen = st.impl or impls.reference(prop.applies_to(_params(request.node))[0], st.settings.level,
-                                        st.settings.fixed_token_id)
-    with Runner(chosen, request.param, st.settings.timeout, st.hypothesis, st.settings.seed) as runner:
+    with Runner(_implementation(request.node), request.param, st.settings.timeout, st.hypothesis,
+                st.settings.seed) as runner:
         yield runner
+
+
+def _implementation(item):
+    """The implementation ``item`` checks: the one under test, or its property's reference."""
+    from simacc.harness import impl
+
+    st = session(item.config)
+    if st.impl is not None:
+        return st.impl
+    contract = _property(item).applies_to(_params(item))[0]
+    return impl.reference(contract, st.settings.level, st.settings.fixed_token_id)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

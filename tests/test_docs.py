@@ -1,0 +1,13 @@
+"""The reference pages generated from the code (``docs/generate.py``) are up to date: an option
+or a property changed without ``python docs/generate.py`` fails here, not in a reader's hands."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_the_generated_reference_pages_are_up_to_date():
+    done = subprocess.run([sys.executable, str(DOCS / "generate.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

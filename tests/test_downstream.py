@@ -1,0 +1,175 @@
+"""simacc as another project uses it: a toy downstream repository in a temporary folder, with
+its own implementation, its own ``tests/strategies.py``, a conftest that adds its own
+``--device`` and ``--level`` options, ``device`` and ``impl`` fixtures and a Hypothesis profile
+of its own, and its own ``@given`` test that checks all of these are still its own. The runs
+are the README's command, in a process of their own with plugin autoloading on, as in a
+project's CI (simacc found through its entry point), from the project's folder.
+
+The last test installs simacc from a built wheel into a fresh virtual environment: it takes
+minutes, so it runs with ``--simacc-run-slow``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EAGLE_ARGS = ("accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, "
+              "simulate_acc_len, simulate_acc_method='match-expected', simulate_acc_token_mode='fixed'")
+CALL = ("accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, "
+        "simulate_acc_len, simulate_acc_method, simulate_acc_token_mode")
+HOST = {
+    "pyproject.toml": """\
+        [tool.pytest.ini_options]
+        testpaths = ["tests"]
+        """,
+    "my_pkg/__init__.py": '__version__ = "1.2.3"\n',
+    "my_pkg/kernels.py": f"""\
+        import simacc
+
+
+        def generate({EAGLE_ARGS}):
+            return simacc.generate_simulated_accept_index({CALL})
+
+
+        def counts_the_bonus({EAGLE_ARGS}):
+            out = generate({CALL})
+            num_correct_drafts.add_(1)
+            return out
+        """,
+    "tests/conftest.py": """\
+        import pytest
+        from hypothesis import settings
+
+        settings.register_profile("host", max_examples=7, deadline=250)
+        settings.load_profile("host")
+
+
+        def pytest_addoption(parser):
+            parser.addoption("--device", default="gpu-less")
+            parser.addoption("--level", default="low")
+
+
+        @pytest.fixture(scope="session")
+        def device(request):
+            return request.config.getoption("--device")
+
+
+        @pytest.fixture(scope="session")
+        def impl():
+            return "the host's own impl"
+        """,
+    "tests/strategies.py": """\
+        from hypothesis import strategies as st
+
+        small_ints = st.integers(0, 9)
+        """,
+    "tests/test_host.py": """\
+        import datetime
+
+        from hypothesis import given, settings
+        from strategies import small_ints
+
+
+        @given(x=small_ints)
+        def test_the_host_keeps_its_options_fixtures_and_profile(x, device, impl, pytestconfig):
+            assert (device, impl, pytestconfig.getoption("--level")) == ("gpu-less", "the host's own impl", "low")
+            assert (settings().max_examples, settings().deadline) == (7, datetime.timedelta(milliseconds=250))
+        """,
+}
+COMMAND = ("--pyargs", "simacc.properties", "tests")  # the README's, with the host's own tests
+
+
+@pytest.fixture
+def project(tmp_path):
+    for name, text in HOST.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def pytest_run(project, *args, ci=False, python=sys.executable):
+    """``python -m pytest ARGS`` in ``project`` as its CI would run it: autoloading on, none of
+    this session's ``SIMACC_*`` or ``PYTEST_*`` variables, ``CI`` set or not."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMACC_", "PYTEST_")) and k != "CI"}
+    if ci:
+        env["CI"] = "true"
+    return subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_command_checks_a_correct_implementation_beside_the_hosts_own_tests(project):
+    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", "-n", "2")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"simacc: implementation my_pkg.kernels:generate ({project / 'my_pkg' / 'kernels.py'}, version 1.2.3)" \
+        in done.stdout
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+
+
+def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_command(project):
+    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:counts_the_bonus", "--simacc-device=cpu",
+                      "--junitxml=report.xml", "-n", "0", ci=True)
+    assert done.returncode == 1, done.stdout[-3000:]
+    cases = ET.parse(project / "report.xml").getroot().iter("testcase")
+    by_name = {(case.get("classname"), case.get("name")): case for case in cases}
+    failed = by_name[("simacc.properties.test_index", "test_num_correct_drafts_is_length_minus_one[cpu]")]
+    text = failed.find("failure").text
+    assert "num_correct_drafts[0]=" in text and "replay it: simacc repro .simacc/failures/" in text, text
+    assert by_name[("tests.test_host", "test_the_host_keeps_its_options_fixtures_and_profile")].find("failure") is None
+    assert not [name for name, case in by_name.items() if case.find("skipped") is not None]  # not applicable: deselected
+    assert not (project / "simacc-regressions").exists()
+
+
+def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_is_untouched(project):
+    done = pytest_run(project, *COMMAND, "-n", "2")
+    assert done.returncode == 4 and "no implementation selected: pass --simacc-impl" in done.stderr, done.stderr
+    for ci in (False, True):
+        alone = pytest_run(project, ci=ci)
+        assert alone.returncode == 0 and "simacc:" not in alone.stdout, alone.stdout  # no header of its own
+
+
+def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(project):
+    done = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
+                      "--simacc-device=cpu", "-n", "0", "-k", "num_correct_drafts", "-q")
+    assert done.returncode == 1, done.stdout[-2000:]
+    (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
+    promote = subprocess.run([sys.executable, "-m", "simacc", "repro", str(found), "--promote"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert promote.returncode == 1, promote.stdout + promote.stderr  # it still fails against counts_the_bonus
+    (promoted,) = (project / "simacc-regressions").glob("*.json")
+    assert json.loads(promoted.read_text())["impl"] == "simacc:generate_simulated_accept_index"
+    again = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
+                       "--simacc-device=cpu", "-n", "0", "-k", "regression", "-v")
+    assert f"test_regression[{promoted.stem}-cpu] FAILED" in again.stdout, again.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_from_a_built_wheel_simacc_installs_one_package_and_checks_the_project(project, tmp_path_factory):
+    build = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(build), str(REPO)], check=True)
+    (wheel,) = build.glob("simacc-*.whl")
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    torch = __import__("torch").__version__.split("+")[0]  # the CPU build this machine has
+    subprocess.run([python, "-m", "pip", "install", "-q", f"torch=={torch}"], check=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True)
+    files = subprocess.run([python, "-m", "pip", "show", "-f", "simacc"], capture_output=True, text=True, check=True)
+    listed = [line.strip() for line in files.stdout.split("Files:")[1].splitlines() if line.strip()]
+    tops = {line.split("/")[0] for line in listed if not line.startswith("..")}
+    assert tops == {"simacc", wheel.name.split("-py3")[0] + ".dist-info"}, tops
+    good = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", "-n", "2",
+                      python=python)
+    assert good.returncode == 0, good.stdout[-3000:]
+    bad = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:counts_the_bonus", "--simacc-device=cpu",
+                     python=python, ci=True)
+    assert bad.returncode == 1 and "num_correct_drafts_is_length_minus_one" in bad.stdout, bad.stdout[-3000:]
