@@ -1,4 +1,4 @@
-"""The README's glue, run as written: the worked example of "Checking a JAX port"
+"""The glue of docs/jax.md, run as written: the worked example of "Checking a JAX port"
 adapts a port in sglang-jax's convention to simacc's functional contract. Against the zoo's
 correct port it passes the whole catalogue with ``--fixed-token-id 32`` (and fails only
 fixed mode without it); against the port with sglang-jax's clamped-mean Gaussian it fails
@@ -21,7 +21,7 @@ from simacc.zoo import sglang_jax, sglang_jax_clamped
 
 pytestmark = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "jax.md"
 FIXED_PROPERTY = "functional_fixed_mode_fills_predict_with_the_fixed_id"
 ACCEPTING = settings(profiles.for_session("ci"), database=None, max_examples=20,
                      phases=[Phase.explicit, Phase.reuse, Phase.generate])
