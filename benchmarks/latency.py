@@ -1,4 +1,4 @@
-"""Per-call latency of the reference next to a plain eager implementation (issues #2, #9).
+"""Per-call latency of the reference next to a plain eager implementation.
 
 The plain one (``simacc.zoo.correct.plain_eager``) is upstream's sequence of torch ops with
 no argument checks: the difference is what the reference's validation and op choices cost.

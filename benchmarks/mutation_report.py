@@ -1,4 +1,4 @@
-"""Score and classify mutmut's surviving mutants of the contract's reference (issue #13).
+"""Score and classify mutmut's surviving mutants of the contract's reference.
 
 Run it after ``OMP_NUM_THREADS=1 mutmut run`` (configured in pyproject.toml's
 ``[tool.mutmut]``): it reads mutmut's results under ``mutants/``, works out what each
@@ -36,7 +36,7 @@ VALIDATION = (
 CLASSES = {
     "equivalent": "the same result for every input",
     "cuda-only": "a device argument lost: the same tensor on a CPU; benchmarks/gpu_check.sh runs properties/ on CUDA",
-    "outside": "behaviour SPEC.md leaves open",
+    "outside": "behaviour the contract leaves open",
 }
 # Per class, (reason, function or None for any, pattern on the original line, pattern on the
 # change: the differing tokens as "old->new", spaces dropped). A rule that claims a killed
@@ -53,9 +53,9 @@ RULES = {
          None, r"argmax\(.*dim=-1", r"^-->\+$"),
     ],
     "outside": [
-        ("accept_index is int32 in SPEC.md; the branch differs only for other index dtypes",
+        ("accept_index is int32 in the contract; the branch differs only for other index dtypes",
          "_simulated_index", r"roots\.dtype == torch\.int32", r"(andFalse|orTrue)$|^==->!=$|^torch\.int32->None$"),
-        ("torch's default device: the harness never changes it, and SPEC.md draws on the CPU",
+        ("torch's default device: the harness never changes it, and the contract draws on the CPU",
          "sample_simulated_acc_len", r'device="cpu"', r'^(,?device="cpu",?->|"cpu"->None)$'),
     ],
     "cuda-only": [
@@ -194,7 +194,7 @@ def main(argv=None):
         "# the suite. Written by benchmarks/mutation_report.py after `mutmut run` (README: Mutation",
         "# testing); a new line here is a new survivor.",
         f"# {total} mutants: {killed} killed, {total - killed} survived; raw score {100 * killed / total:.1f}%",
-        f"# in the contract on a CPU (not validation, equivalent, CUDA-only or outside SPEC.md): "
+        f"# in the contract on a CPU (not validation, equivalent, CUDA-only or outside the contract): "
         f"{in_contract - gaps} of {in_contract} killed ({100 * (in_contract - gaps) / max(in_contract, 1):.1f}%)",
         "",
         textwrap.fill(f"## validation ({sum(validation.values())}): {VALIDATION}. Per function:", 96,

@@ -1,6 +1,6 @@
 """Composite strategies for whole cases: coherent verify states for each contract.
 
-Cases stay inside the contract (SPEC.md): accepted ranges are disjoint and inside
+Cases stay inside the contract (CONTRACT.md §4.7): accepted ranges are disjoint and inside
 ``predict``, and real-mode chains have ``D == W``. Roots follow sglang's ``i * D`` layout
 or another valid one, so an implementation that assumes the layout is caught.
 
@@ -177,7 +177,7 @@ def chain_cases(*, max_bs=64, max_spec_steps=sc.MAX_SPEC_STEPS):
     """Real-mode chains whose target agrees with exactly the first ``k`` drafts of every
     row, roots at ``i * D``, ``accept_index`` -1 beyond the root, and the integer length
     ``k + 1`` (which samples exactly itself): the setting in which real-mode simulation
-    must equal greedy verification (SPEC.md). ``k`` is ``simulate_acc_len - 1``; the case's
+    must equal greedy verification (CONTRACT.md §1.3). ``k`` is ``simulate_acc_len - 1``; the case's
     ``seed`` also seeds the tensors' contents. Shrinks toward bs=1, spec_steps=0, k=0.
     """
     return _chain_cases(sc.batch_sizes(1, max_bs), sc.spec_steps(0, max_spec_steps))
@@ -289,7 +289,7 @@ def _dflash_lengths(block, nan):
 
 
 def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=256, max_width=sc.MAX_SPEC_STEPS + 1):
-    """Cases for the kernel op (SPEC.md, "The kernel op") in the given token ``modes``
+    """Cases for the kernel op (CONTRACT.md §8) in the given token ``modes``
     (``real_tokens`` is True for ``real-draft-token``), ``width`` in ``[1, max_width]``.
 
     The length is an input, drawn directly, so every ``L`` in ``1..width`` is as cheap to

@@ -1,4 +1,4 @@
-"""The device helper (issue #9): spellings, where tensors actually live, and which devices
+"""The device helper: spellings, where tensors actually live, and which devices
 are usable. CI has no GPU, so the CUDA spellings are checked without CUDA (nothing here
 initialises it) and the multi-GPU case with a stand-in for torch's device count."""
 
@@ -29,7 +29,7 @@ def test_a_spelling_resolves_to_the_device_its_tensors_report(spelling, where):
 
 @pytest.mark.parametrize("spelling", ["cpu", "cpu:0", "meta"])
 def test_a_tensor_made_on_a_spelling_is_on_its_resolved_device(spelling):
-    # the bug of issue #9 in CPU form: torch.device("cpu:0") != tensor.device
+    # the first GPU run's bug, in CPU form: torch.device("cpu:0") != tensor.device
     assert torch.zeros(1, device=spelling).device == devices.resolve(spelling)
 
 

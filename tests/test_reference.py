@@ -1,8 +1,7 @@
 """Example tests that pin hand-computed outputs of the EAGLE reference functions
-(SPEC.md, "generate_simulated_accept_index", "Legacy behaviour", "greedy verification";
-issue #2), and the argument checks of those and of the kernel op's reference.
+(CONTRACT.md §4, §6 and §1.3), and the argument checks of those and of the kernel op's reference.
 
-Every expected tensor is a literal worked out by hand from the SPEC. ``L`` is forced with
+Every expected tensor is a literal worked out by hand from the contract. ``L`` is forced with
 ``match-expected`` and an integer ``x`` (``x < W`` yields exactly ``x``, ``x >= W`` yields
 ``W``). The real-mode tables use ``candidates[i, j] = 10*(i+1) + j`` and
 ``target_predict[i, j] = 10*(i+1) + j + 5`` (so row 0 is 10, 11, ... / 15, 16, ...), and

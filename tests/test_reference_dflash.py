@@ -1,5 +1,4 @@
-"""Example tests that pin hand-computed outputs of the DFLASH block layout (SPEC.md, "A second
-layout: DFLASH"; issue #2).
+"""Example tests that pin hand-computed outputs of the DFLASH block layout (CONTRACT.md §7).
 
 As in ``test_reference.py``: ``L`` is forced with ``match-expected`` and an integer (or
 out-of-range) ``x``; ``candidates[i, j] = 10*(i+1) + j`` and ``target_predict[i, j] =

@@ -1,5 +1,5 @@
 """Example tests of the length sampler and of how many draws each public function consumes
-(SPEC.md, "Length sampling"; issue #2).
+(CONTRACT.md §3).
 
 Every expected length here is a literal. The literal draws behind them, for reference: with
 ``torch.manual_seed(s)``, ``torch.normal(mean=2.5, std=1.0, size=(1,))`` gives 4.041 (s=0),
@@ -97,7 +97,7 @@ def test_match_expected_picks_floor_or_ceiling_with_one_draw(seed, x, weights, e
 @pytest.mark.parametrize("x, expected", [(1, 1), (2, 2), (3, 3), (3.0, 3), (0, 1), (-7.5, 1)])
 def test_match_expected_integer_below_max_len_still_draws_once(x, expected):
     """An integer (or <= 1) x gives weights [1, 0]: the length is certain, the draw is not
-    skipped. An int x used to crash here (int64 weights); see the report of issue #2."""
+    skipped. An int x used to crash here (int64 weights)."""
     torch.manual_seed(3)
     assert sa.sample_simulated_acc_len(x, "match-expected", 4) == expected
     assert_state(state_after(3, multinomial([1.0, 0.0])), f"match-expected x={x}")

@@ -1,4 +1,4 @@
-"""Self-tests of the strategies: they keep their own rules (SPEC.md's domain of valid cases),
+"""Self-tests of the strategies: they keep their own rules (the contract's domain of valid cases, CONTRACT.md §4.7),
 reject bad arguments by quoting them, and shrink where their docstrings say."""
 
 import math

@@ -5,7 +5,7 @@ adds itself with ``register(subparsers)``; its handler returns the exit code (0 
 A subcommand that sets ``end_process`` ends the process as soon as its output is out,
 when ``simacc`` runs as a program: the interpreter's teardown with torch loaded takes
 about a second on a busy machine, longer than a small check, and it would wait forever
-for a non-daemon thread that the implementation under test left running (issue #10.3)."""
+for a non-daemon thread that the implementation under test left running."""
 
 import argparse
 import importlib

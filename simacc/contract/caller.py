@@ -1,5 +1,5 @@
-"""What upstream's caller (``eagle_sample``) does around the simulation (SPEC.md, "The
-caller's checks"): reading the settings once, validating the token mode, and finding a
+"""What upstream's caller (``eagle_sample``) does around the simulation (CONTRACT.md §5.3):
+reading the settings once, validating the token mode, and finding a
 ``target_predict`` for the real mode when verification produced none.
 """
 
@@ -12,7 +12,7 @@ import torch
 from simacc.contract import validation as checks
 
 # The defaults of the simulation function's method and token mode: upstream reads these
-# variables once, at import, into the function's signature (issue #13).
+# variables once, at import, into the function's signature (CONTRACT.md §5.1).
 DEFAULT_METHOD = os.environ.get("SGLANG_SIMULATE_ACC_METHOD", "match-expected")
 DEFAULT_TOKEN_MODE = os.environ.get("SGLANG_SIMULATE_ACC_TOKEN_MODE", "fixed")
 

@@ -1,5 +1,4 @@
-"""The functional contract (issue #11; SPEC.md, "A functional port: sglang-jax" and "Semantic
-conformance"): what a port that returns new arrays must do, with the per-call settings as
+"""The functional contract (CONTRACT.md §10 and §9): what a port that returns new arrays must do, with the per-call settings as
 arguments so that a check can vary them from one example to the next.
 
     simulated_acceptance(*, accept_index, predict, candidates, target_predict, valid_mask,
@@ -11,7 +10,7 @@ JAX arrays in and out (:mod:`simacc.contract.jaxbridge` converts the cases): ``a
 and ``target_predict`` ``(bs, D)`` (None allowed in fixed mode), ``valid_mask`` ``(bs,)``
 bool, ``rng`` a ``jax.random`` key. Nothing is written; the results are new arrays:
 
-* one ``L`` per call, drawn with ``rng``, in ``[1, W]``, distributed as SPEC.md says for the
+* one ``L`` per call, drawn with ``rng``, in ``[1, W]``, distributed as CONTRACT.md §9 says for the
   method. Which ``L`` a key gives is the port's business (any RNG), so it is checked through
   what the outputs show and, over many keys, through its distribution;
 * ``index`` ``(bs, W)`` int32: valid row ``i`` is ``accept_index[i, 0] + 0..L-1`` then -1, a
@@ -43,7 +42,7 @@ from simacc.contract.sampling import METHODS
 
 REAL = "real-draft-token"
 def sample_length(rng, x, method, width):
-    """``L`` in ``[1, width]`` drawn with ``rng`` (a JAX int32 scalar): SPEC.md's
+    """``L`` in ``[1, width]`` drawn with ``rng`` (a JAX int32 scalar): CONTRACT.md §9's
     distributions, not its torch draws."""
     if method == "multinomial":  # a Gaussian around x itself, not around x clamped
         noisy = jnp.float32(x) + jax.random.normal(rng)

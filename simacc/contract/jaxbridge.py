@@ -1,5 +1,5 @@
 """Calling a JAX implementation with a torch case: the ``jax`` call style of the functional
-contract (issue #11, SPEC.md "A functional port: sglang-jax").
+contract (CONTRACT.md §10).
 
 Every case is torch tensors (so it prints, replays and travels as JSON like any other);
 a JAX port wants JAX arrays and a key. Here, for one call:

@@ -1,4 +1,4 @@
-"""Reference implementations of the contracts in SPEC.md.
+"""Reference implementations of the contracts in CONTRACT.md.
 
 Vectorised torch on whatever device the inputs live on: a handful of ops per call, no loop
 over rows, so the cost barely grows with the batch. Every public function validates all of
@@ -19,7 +19,7 @@ _ROWS = {}  # (width, length, device) -> (keep, base): see _simulated_index
 
 def _row_template(width, length, device):
     """``keep[j] = j < length`` and ``base[j] = j if j < length else -1`` on ``device``,
-    made once per shape, so that the whole index is one ``addcmul`` (issue #9)."""
+    made once per shape, so that the whole index is one ``addcmul``."""
     key = (width, length, device)
     found = _ROWS.get(key)
     if found is None:
@@ -116,7 +116,7 @@ def generate_simulated_accept_index(
     width = spec_steps + 1
     roots = accept_index[:, :1]
     if real and bs > 0 and roots.device.type == "cpu":
-        # On CUDA this check would cost a device synchronisation per call (issue #9), and
+        # On CUDA this check would cost a device synchronisation per call, and
         # upstream makes none: there an out-of-range root fails in torch's indexing instead.
         _check_roots_fit(roots, width, predict.shape[0])
 
@@ -131,7 +131,7 @@ def generate_simulated_accept_index(
 
 
 def _write_tokens(predict, out, candidates, target_predict, length):
-    """SPEC step 5: the drafts ``candidates[:, 1:L]`` then the bonus ``target_predict[:, L-1]``
+    """CONTRACT.md §4.5: the drafts ``candidates[:, 1:L]`` then the bonus ``target_predict[:, L-1]``
     at each row's accepted slots, cast to ``predict``'s dtype."""
     tokens = torch.cat([candidates[:, 1:length], target_predict[:, length - 1 : length]], 1)
     predict[out[:, :length]] = tokens.to(predict.dtype)
@@ -148,7 +148,7 @@ def simulated_accept(
     num_accept_tokens,
     real_tokens,
 ):
-    """The kernel op (SPEC.md, "The kernel op"): the simulation with the length given.
+    """The kernel op (CONTRACT.md §8): the simulation with the length given.
 
     ``L = num_accept_tokens`` in ``[1, width]`` for ``bs = accept_indices.shape[0]`` rows;
     returns a new ``(bs, width)`` int32 index, writes ``num_correct_drafts`` (``L - 1``) and

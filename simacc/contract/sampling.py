@@ -1,6 +1,6 @@
-"""The acceptance-length sampler (SPEC.md, "Length sampling").
+"""The acceptance-length sampler (CONTRACT.md §3).
 
-Every draw comes from torch's default CPU generator with exactly the calls the SPEC names, so
+Every draw comes from torch's default CPU generator with exactly the calls CONTRACT.md §3 names, so
 that a seeded run reproduces the upstream random stream and tensor-parallel ranks agree.
 """
 

@@ -1,7 +1,7 @@
 """Argument checks shared by the reference functions.
 
 Each check raises before the caller writes anything or draws from the generator, and its
-message names the argument and what was expected (issue #2).
+message names the argument and what was expected.
 """
 
 import numbers
@@ -78,7 +78,7 @@ def plainly_valid_eagle(accept_index, predict, num_correct_drafts, candidates, t
 
     It never says True where the detailed checks would raise; False sends the call through
     them, and they name what is wrong. The detailed checks cost more than the whole call's
-    own torch work on a CPU (issue #9), so a valid call skips them.
+    own torch work on a CPU, so a valid call skips them.
     """
     if not (type(bs) is int and type(spec_steps) is int and bs >= 0 and spec_steps >= 0
             and type(simulate_acc_len) in (float, int) and simulate_acc_len > 0

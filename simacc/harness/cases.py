@@ -97,7 +97,7 @@ class _Case:
 
     def args(self, device):
         """Keyword arguments of the contract's call, with fresh tensors on ``device``; the
-        ``omitted`` ones are left out, so that their defaults apply (issue #13)."""
+        ``omitted`` ones are left out, so that their defaults apply (CONTRACT.md §5.1)."""
         skipped = ("seed", "omitted", *getattr(self, "omitted", ()))
         values = ((name, getattr(self, name)) for name in _names(type(self)) if name not in skipped)
         return {k: v.on(device) if isinstance(v, TensorArg) else v for k, v in values}
@@ -182,7 +182,7 @@ class DflashCase(_Case):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class KernelCase(_Case):
-    """Arguments of the kernel op (SPEC.md, "The kernel op"): the length is an input
+    """Arguments of the kernel op (CONTRACT.md §8): the length is an input
     (``num_accept_tokens``), so ``seed`` only seeds the generator the op must not need."""
 
     accept_indices: TensorArg

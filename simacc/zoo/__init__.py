@@ -1,4 +1,4 @@
-"""The mutant zoo (issue #6): realistic wrong implementations of the contracts, each with
+"""The mutant zoo: realistic wrong implementations of the contracts, each with
 one mistake, and independent correct ones. ``simacc mutants`` runs the property suite on
 all of them; ``tests/test_zoo.py`` shows that every property rejects at least one mutant.
 

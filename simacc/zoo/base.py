@@ -65,38 +65,38 @@ def register(kind, *killers, needs_cuda=False, requires=(), level="exact"):
 
 
 def check_length(x):
-    """SPEC step 0: a length that is not > 0 (NaN too) is rejected before anything else."""
+    """CONTRACT.md §4.0: a length that is not > 0 (NaN too) is rejected before anything else."""
     if not x > 0:
         raise ValueError(f"simulate_acc_len must be > 0, got {x}")
 
 
 def sample(x, method, width):
-    """SPEC steps 0-1: check the length, then draw ``L``."""
+    """CONTRACT.md §4.0-§4.1: check the length, then draw ``L``."""
     check_length(x)
     return sample_simulated_acc_len(x, method, width)
 
 
 def index(roots, length, width):
-    """SPEC step 2 from a ``(bs,)`` tensor of roots: ``root + 0..L-1``, then -1."""
+    """CONTRACT.md §4.2 from a ``(bs,)`` tensor of roots: ``root + 0..L-1``, then -1."""
     cols = torch.arange(width, dtype=torch.int32, device=roots.device)
     return torch.where(cols < length, roots.to(torch.int32)[:, None] + cols, -1).to(torch.int32)
 
 
 def write_tokens(predict, out, candidates, target_predict, length):
-    """SPEC step 5: the drafts, then the bonus, at the accepted slots of ``out``."""
+    """CONTRACT.md §4.5: the drafts, then the bonus, at the accepted slots of ``out``."""
     slots = out[:, :length].long().reshape(-1)
     tokens = torch.cat([candidates[:, 1:length], target_predict[:, length - 1 : length]], 1)
     predict[slots] = tokens.reshape(-1).to(predict.dtype)
 
 
 def simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, mode):
-    """SPEC steps 2-5 for an already sampled ``L``; returns the index."""
+    """CONTRACT.md §4.2-§4.5 for an already sampled ``L``; returns the index."""
     out = index(accept_index[:, 0], length, width)
     return finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode)
 
 
 def finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode):
-    """SPEC steps 3-5 after the index is built; returns ``out``."""
+    """CONTRACT.md §4.3-§4.5 after the index is built; returns ``out``."""
     num_correct_drafts.fill_(length - 1)
     if mode == REAL:
         write_tokens(predict, out, candidates, target_predict, length)

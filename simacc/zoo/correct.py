@@ -6,7 +6,7 @@ draws); it is also the naive baseline that ``simacc bench`` times the reference 
 ``scatter_based`` is vectorised differently from the reference: a masked fill for the
 index, ``roll`` to line the drafts up with their slots, and ``scatter_`` to write them.
 ``plain_eager`` is upstream's sequence of torch ops with no argument checks at all: the
-latency baseline the reference is measured against (issue #9).
+latency baseline the reference is measured against.
 """
 
 import math
@@ -21,7 +21,7 @@ _METHODS = ("multinomial", "match-expected")
 
 
 def _draw_length(x, method, max_len):
-    """SPEC.md's sampler written out again; the same torch calls on the CPU generator."""
+    """The sampler of CONTRACT.md §3 written out again; the same torch calls on the CPU generator."""
     if method == "multinomial":
         draw = torch.normal(x, 1.0, (1,)).item()
         return int(round(min(max(draw, 1), max_len)))

@@ -1,4 +1,4 @@
-"""The functional contract (issue #11, :mod:`simacc.contract.functional`): a correct JAX implementation
+"""The functional contract (CONTRACT.md §10, :mod:`simacc.contract.functional`): a correct JAX implementation
 of simacc's own, mutants with one step wrong, and sglang-jax's port through the README's
 glue.
 

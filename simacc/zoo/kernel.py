@@ -1,4 +1,4 @@
-"""The kernel op (SPEC.md, "The kernel op"): two correct implementations and mutants.
+"""The kernel op (CONTRACT.md §8): two correct implementations and mutants.
 
 ``triton_simulated_accept`` launches Triton kernels of simacc's own
 (:mod:`simacc.zoo.triton_kernels`, imported only when it runs: Triton is an optional extra)

@@ -1,6 +1,6 @@
 """Mutants with the legacy signature (before token modes): fixed mode only, token id 100.
 
-The first is no invented mistake: it is the oldest private version as SPEC.md describes
+The first is no invented mistake: it is the oldest private version as CONTRACT.md §6.3 describes
 it, which simacc must flag as non-conforming.
 """
 

@@ -17,7 +17,7 @@ from simacc.zoo.base import register
 
 
 def _clamped(x, width):
-    """``match-expected``'s ``x'``, ``lo``, ``hi`` and weight of ``hi``, as SPEC.md says."""
+    """``match-expected``'s ``x'``, ``lo``, ``hi`` and weight of ``hi``, as CONTRACT.md §3.3 says."""
     x = max(1.0, min(width, x))
     lo = math.floor(x)
     return lo, (lo + 1 if lo < width else lo), float(x - lo)
@@ -186,7 +186,7 @@ def _own_generator():
 
 
 def _own_draw(x, method, width, gen=None, mean=None):
-    """SPEC.md's law for ``L``, drawn from ``gen`` (by default a fresh :func:`_own_generator`,
+    """The documented law of ``L`` (CONTRACT.md §9), drawn from ``gen`` (by default a fresh :func:`_own_generator`,
     made once the method is known to be valid); ``mean`` replaces the Gaussian's mean."""
     if method not in ("multinomial", "match-expected"):
         raise ValueError(f"unknown simulate_acc_method {method!r}")

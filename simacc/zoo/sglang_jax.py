@@ -1,5 +1,5 @@
-"""A port in sglang-jax's calling convention (SPEC.md, "A functional port: sglang-jax"),
-written for the zoo from the facts SPEC.md lists, not from sglang-jax's code:
+"""A port in sglang-jax's calling convention (CONTRACT.md §10),
+written for the zoo from the facts CONTRACT.md §10 lists, not from sglang-jax's code:
 
     apply_simulated_acceptance(*, accept_index, predict, accept_lens, candidates,
                                target_predict, valid_mask, spec_steps, topk, rng)

@@ -1,8 +1,8 @@
-"""sglang-jax's port as SPEC.md documents it: the port of :mod:`simacc.zoo.sglang_jax` with a
-config of its own and sglang-jax's Gaussian, which clamps the mean to ``[1, W]`` before
-adding the noise. For ``x`` outside ``[1, W]`` that is another distribution (SPEC.md,
-"Semantic conformance": for W = 4, x = 5, P(L = 4) is about 0.69 instead of 0.93), which
-the multinomial distribution property must reject.
+"""sglang-jax's port as CONTRACT.md §10.4 documents it: the port of :mod:`simacc.zoo.sglang_jax`
+with a config of its own and sglang-jax's Gaussian, which clamps the mean to ``[1, W]`` before
+adding the noise. For ``x`` outside ``[1, W]`` that is another distribution (CONTRACT.md §9.3:
+for W = 4, x = 5, P(L = 4) is about 0.69 instead of 0.93), which the multinomial distribution
+property must reject.
 """
 
 from simacc.contract.jaxbridge import jax, jnp

@@ -1,4 +1,4 @@
-"""The Triton kernels behind ``simacc.zoo.kernel.triton_simulated_accept`` (issue #11).
+"""The Triton kernels behind ``simacc.zoo.kernel.triton_simulated_accept``.
 
 One program per block of rows writes the index, the counts and, in real mode, the drafts
 and the bonus; fixed mode fills the ``predict_tokens`` view with a second kernel. Every
