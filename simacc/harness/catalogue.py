@@ -14,6 +14,8 @@ nothing about a session is fixed when a property module is imported.
 """
 
 import inspect
+import re
+import sys
 from dataclasses import dataclass
 
 from simacc.harness import contracts, devices
@@ -42,6 +44,14 @@ class Property:
     @property
     def is_hypothesis_test(self):
         return bool(self.given)
+
+    @property
+    def sections(self):
+        """The sections of CONTRACT.md the property checks, as its module's summary cites them
+        (``"CONTRACT.md §4.2, §4.3"``; empty when it cites none)."""
+        summary = (getattr(sys.modules.get(self.module), "__doc__", None) or "").split("\n\n")[0]
+        found = list(dict.fromkeys(re.findall(r"§\d+(?:\.\d+)?", summary)))
+        return f"CONTRACT.md {', '.join(found)}" if found else ""
 
     @property
     def replayable(self):
@@ -77,6 +87,14 @@ class Property:
         settings (``runner.examples`` then says how many examples ran), or the plain body.
         Raises what the property raises."""
         runner.examples = None
+        try:
+            self._run(runner, params)
+        except AssertionError as e:
+            if self.sections and hasattr(e, "add_note"):  # shown under the traceback, in JUnit too
+                e.add_note(f"the claim: {self.sections} ({self.id})")
+            raise
+
+    def _run(self, runner, params):
         if not self.given:
             self.body(simacc=runner, **params)
             return

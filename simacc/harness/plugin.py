@@ -332,7 +332,8 @@ def pytest_runtest_makereport(item, call):
         return report
     runner = getattr(item, "funcargs", {}).get("simacc")
     if call.when == "setup":
-        report.user_properties += [("simacc_property", prop.id), ("simacc_device", item.callspec.params["simacc"])]
+        report.user_properties += [("simacc_property", prop.id), ("simacc_device", item.callspec.params["simacc"]),
+                                   ("simacc_sections", prop.sections)]
     if call.when == "call":
         examples = getattr(runner, "examples", None)
         if examples is not None:
@@ -513,6 +514,7 @@ def _result(nodeid, phases):
     elif skipped is not None:
         message = skipped.longrepr[2].removeprefix("Skipped: ")
     return dict(nodeid=nodeid, property=props.get("simacc_property"), device=props.get("simacc_device"),
-                status=status, message=message, examples=props.get("simacc_examples"),
+                sections=props.get("simacc_sections"), status=status, message=message,
+                examples=props.get("simacc_examples"),
                 seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
                 case=props.get("simacc_case"))
