@@ -28,13 +28,24 @@ FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
 
 def eagle_cases_for_impl(**options):
     """``sx.eagle_cases(**options)`` in the token modes of the implementation under test."""
+    return _for_impl(sx.eagle_cases, lambda impl: {"modes": impl.modes}, options)
+
+
+def functional_cases_for_impl(**options):
+    """``sx.functional_cases(**options)`` asking for the implementation's fixed token id."""
+    return _for_impl(sx.functional_cases, lambda impl: {"fixed_token_id": impl.fixed_token_id}, options)
+
+
+def _for_impl(strategy, chosen, options):
+    """A function of the implementation: ``strategy(**chosen(impl), **options)``, built once
+    for each choice (a strategy built inside a draw would cost a construction every time)."""
     frozen = tuple(sorted(options.items()))
-    return lambda impl: _eagle_cases(impl.modes, frozen)
+    return lambda impl: _built(strategy, tuple(sorted(chosen(impl).items())), frozen)
 
 
 @functools.lru_cache(maxsize=None)
-def _eagle_cases(modes, options):
-    return sx.eagle_cases(modes=modes, **dict(options))
+def _built(strategy, chosen, options):
+    return strategy(**dict(chosen), **dict(options))
 
 
 _DEFAULT_METHODS = st.just(DEFAULT_METHOD)
@@ -51,27 +62,16 @@ def defaulted_eagle_cases(impl):
 @functools.lru_cache(maxsize=None)
 def _defaulted_eagle_cases(patterns, modes):
     if not patterns:
-        return _eagle_cases(modes, ())
+        return _built(sx.eagle_cases, (("modes", modes),), ())
 
     @st.composite
     def cases(draw):
         omit = draw(st.sampled_from(patterns), label="omitted")
         chosen = (DEFAULT_TOKEN_MODE,) if "simulate_acc_token_mode" in omit else modes
         options = (("methods", _DEFAULT_METHODS),) if "simulate_acc_method" in omit else ()
-        return dataclasses.replace(draw(_eagle_cases(chosen, options)), omitted=omit)
+        return dataclasses.replace(draw(_built(sx.eagle_cases, (("modes", chosen),), options)), omitted=omit)
 
     return cases()
-
-
-def functional_cases_for_impl(**options):
-    """``sx.functional_cases(**options)`` asking for the implementation's fixed token id."""
-    frozen = tuple(sorted(options.items()))
-    return lambda impl: _functional_cases(impl.fixed_token_id, frozen)
-
-
-@functools.lru_cache(maxsize=None)
-def _functional_cases(fixed_token_id, options):
-    return sx.functional_cases(fixed_token_id=fixed_token_id, **dict(options))
 
 
 # -- oracles --------------------------------------------------------------------------------

@@ -31,21 +31,18 @@ class SettingsError(ValueError):
     """A bad option or ``SIMACC_*`` value: one line, a usage error."""
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise ValueError(f"must be >= 1, got {text!r}")
-    return value
-
-
 def _int(text):
     try:
         return int(text)
     except (TypeError, ValueError):
         raise ValueError(f"must be a whole number, got {text!r}") from None
+
+
+def _positive_int(text):
+    value = _int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {text!r}")
+    return value
 
 
 def positive_number(unit):
