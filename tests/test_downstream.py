@@ -84,6 +84,10 @@ HOST = {
         """,
 }
 COMMAND = ("--pyargs", "simacc.properties", "tests")  # the README's, with the host's own tests
+# A few properties of each kind keep these runs short (the whole catalogue runs in the slow test
+# and in the suite itself): Hypothesis ones, a regression replay, one not applicable to eagle.
+FEW = ("--simacc-property=index_*", "--simacc-property=num_correct_drafts_*", "--simacc-property=regression",
+       "--simacc-property=dflash_counts_*", "--simacc-max-examples=10")
 
 
 @pytest.fixture
@@ -106,7 +110,8 @@ def pytest_run(project, *args, ci=False, python=sys.executable):
 
 
 def test_the_command_checks_a_correct_implementation_beside_the_hosts_own_tests(project):
-    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", "-n", "2")
+    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", *FEW,
+                      "-n", "2")
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"simacc: implementation my_pkg.kernels:generate ({project / 'my_pkg' / 'kernels.py'}, version 1.2.3)" \
         in done.stdout
@@ -116,7 +121,7 @@ def test_the_command_checks_a_correct_implementation_beside_the_hosts_own_tests(
 
 def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_command(project):
     done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:counts_the_bonus", "--simacc-device=cpu",
-                      "--junitxml=report.xml", "-n", "0", ci=True)
+                      *FEW, "--junitxml=report.xml", "-n", "0", ci=True)
     assert done.returncode == 1, done.stdout[-3000:]
     cases = ET.parse(project / "report.xml").getroot().iter("testcase")
     by_name = {(case.get("classname"), case.get("name")): case for case in cases}
@@ -138,7 +143,7 @@ def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_i
 
 def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(project):
     done = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
-                      "--simacc-device=cpu", "-n", "0", "-k", "num_correct_drafts", "-q")
+                      "--simacc-device=cpu", "--simacc-property=num_correct_drafts_is_length_minus_one", "-n", "0", "-q")
     assert done.returncode == 1, done.stdout[-2000:]
     (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
@@ -148,7 +153,7 @@ def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(p
     (promoted,) = (project / "simacc-regressions").glob("*.json")
     assert json.loads(promoted.read_text())["impl"] == "simacc:generate_simulated_accept_index"
     again = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
-                       "--simacc-device=cpu", "-n", "0", "-k", "regression", "-v")
+                       "--simacc-device=cpu", "--simacc-property=regression", "-n", "0", "-v")
     assert f"test_regression[{promoted.stem}-cpu] FAILED" in again.stdout, again.stdout[-3000:]
 
 
