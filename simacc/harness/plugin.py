@@ -22,7 +22,6 @@ test but its own. Where simacc's properties are collected:
 """
 
 import dataclasses
-import fnmatch
 import functools
 import importlib
 import importlib.util
@@ -151,9 +150,11 @@ def pytest_generate_tests(metafunc):
     if not prop.across_devices:
         params = [_device(d, prop.unavailable(d)) for d in selected]
     elif not any(devices.is_cuda(d) for d in selected):
-        params = [_device("cuda", "it compares a CUDA device with the CPU, and --simacc-device selects no CUDA device")]
+        params = [_device("cuda", "it compares a CUDA device with the CPU, and the devices selected (--device) "
+                          "include no CUDA device")]
     elif all(devices.is_cuda(d) for d in selected):
-        params = [_device(d, "it compares this CUDA device with the CPU, and --simacc-device selects no CPU")
+        params = [_device(d, "it compares this CUDA device with the CPU, and the devices selected (--device) "
+                          "include no CPU")
                   for d in selected]
     else:
         params = [_device(d, prop.unavailable(d)) for d in selected if devices.is_cuda(d)]
@@ -245,10 +246,10 @@ def _params(item):
 
 def _selected(config, ours):
     """The items ``--simacc-property`` selects: ``id``, ``id[device]`` or a shell pattern."""
+    from simacc.harness.catalogue import selects
+
     wanted = session(config).settings.properties
-    return {item for item in ours
-            if any(fnmatch.fnmatchcase(property_id(item), w) or fnmatch.fnmatchcase(_property(item).id, w)
-                   for w in wanted)}
+    return {item for item in ours if any(selects(w, property_id(item)) for w in wanted)}
 
 
 def _mark_xfails(config, items):
@@ -388,7 +389,8 @@ def pytest_report_header(config):
     lines = [
         f"simacc: implementation {under_test}",
         f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
-        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}"
+        + f"; fixed token id {100 if chosen.fixed_token_id is None else chosen.fixed_token_id}",
     ]
     variables = opts.in_effect()
     if variables:
