@@ -87,3 +87,11 @@ def test_a_file_inside_a_package_that_imports_relatively_is_told_the_dotted_form
     assert "\n" not in message and "attempted relative import" in message
     assert message.endswith("; impl.py lies in package 'ports': try IMPL 'ports.mine.impl:generate'")
     assert impl.load("ports.mine.impl:generate").contract == "eagle"
+
+
+def test_without_jax_the_hint_installs_the_extra_of_the_installed_package(monkeypatch):
+    from simacc.contract import jaxbridge
+
+    monkeypatch.setitem(sys.modules, "jax", None)  # importlib.util.find_spec("jax") is None
+    assert jaxbridge.missing() == ("the functional contract needs jax, which is not installed (pip install "
+                                   "'simacc[jax]', or in a checkout pip install -e '.[jax]')")

@@ -13,6 +13,7 @@ from test_check import EAGLE, FIXED, impl_file, rows, run, summary
 from test_check import workdir  # noqa: F401 - a fixture
 
 from simacc import properties
+from simacc.commands import check, verdict
 from simacc.harness import impl, inprocess
 from simacc.harness import settings as opts
 from simacc.harness.status import Status
@@ -38,16 +39,21 @@ def test_a_bad_sglang_simulate_acc_token_id_is_a_one_line_settings_error():
         opts.resolve({}, environ={"SGLANG_SIMULATE_ACC_TOKEN_ID": "x"})
 
 
-def test_an_eagle_implementation_writing_64_is_conformant_when_64_is_expected(workdir, capsys, monkeypatch):
-    spec = impl_file(workdir, WRITES_64)
-    code, out, _ = run(capsys, spec, "--fixed-token-id", "65", properties=(FIXED, BYTE_IDENTICAL))
-    assert code == 1 and rows(out) == {FIXED: "FAIL", BYTE_IDENTICAL: "FAIL"} and "but should be 65" in out
-    assert "fixed token id 65 (--fixed-token-id)" in out
-    assert "--fixed-token-id 65" in out.split("replay: ")[1].splitlines()[0]  # the replay expects the same id
+def test_an_eagle_implementation_writing_64_is_conformant_when_its_build_says_64(workdir, capsys, monkeypatch):
     monkeypatch.setenv("SGLANG_SIMULATE_ACC_TOKEN_ID", "64")  # the child session, and its references, see it too
-    code, out, _ = run(capsys, spec, properties=(FIXED, BYTE_IDENTICAL))
-    assert code == 0 and "fixed token id 64 (SGLANG_SIMULATE_ACC_TOKEN_ID)" in out, out
-    assert summary(out) == "CONFORMANT: 2 pass (exit 0)"
+    code, out, _ = run(capsys, impl_file(workdir, WRITES_64), properties=(FIXED, BYTE_IDENTICAL))
+    assert code == 0 and rows(out) == {FIXED: "pass", BYTE_IDENTICAL: "pass"}
+    assert "fixed token id 64 (SGLANG_SIMULATE_ACC_TOKEN_ID)" in out and summary(out) == "CONFORMANT: 2 pass (exit 0)"
+
+
+def test_a_failure_under_another_fixed_id_replays_with_it_and_the_header_says_where_it_came_from():
+    failed = verdict.PropertyResult(FIXED, Status.FAIL, 1, 0.1, repro="f.json", nodeid=f"p/t.py::test_{FIXED}[cpu]")
+    chosen = opts.Settings(impl="m.py:f", fixed_token_id=65)
+    assert check._replay(failed, chosen) == "simacc repro f.json --fixed-token-id 65"
+    failed.repro = None
+    assert check._replay(failed, chosen) == f"simacc check m.py:f --property '{FIXED}[cpu]' -n 0 --fixed-token-id 65"
+    header = check.header_of(chosen, {"fixed_token_id": 65}, {"fixed_token_id": 65})
+    assert "; fixed token id 65 (--fixed-token-id)" in check.format_header(header)
 
 
 FIXED_PROPERTIES = {"eagle": FIXED, "legacy": FIXED, "kernel": "kernel_fixed_mode_fills_every_predict_element",

@@ -8,25 +8,26 @@ The checks run as in ``test_check.py``: in ``tmp_path``, a few properties, a few
 
 import io
 import re
-import sys
 
 import pytest
-import torch
-from test_check import COUNT, FIXED, INDEX, OFF_BY_ONE, REAL, REFERENCE, impl_file, no_cuda, rows, run, summary
+from test_check import COUNT, FIXED, INDEX, OFF_BY_ONE, REAL, REFERENCE, impl_file, rows, run, summary
 from test_check import workdir  # noqa: F401 - a fixture
 
 from simacc.commands import check, progress, terminal, verdict
 from simacc.harness import catalogue
 from simacc.harness.status import Status
 
-PASSING = (INDEX, COUNT, FIXED, REAL)
+NEAR_MISS = "num_correct_draft_is_length_minus_one[cpu]"
+# an id, an id with its device (brackets literal), a pattern, and a near miss
+PASSING = ("regression", FIXED, f"{INDEX}[cpu]", "num_correct_drafts_*", REAL, NEAR_MISS)
 
 
 def test_a_passing_check_prints_the_header_and_one_summary_line_and_on_a_log_a_line_per_property(workdir, capsys):
-    code, out, err = run(capsys, REFERENCE, properties=("regression", *PASSING), verbose=False)
+    code, out, err = run(capsys, REFERENCE, properties=PASSING, verbose=False)
     lines = out.rstrip("\n").splitlines()
     assert code == 0 and lines[0] == f"simacc check {REFERENCE}" and len(lines) <= 20
     assert not any(line.startswith("property ") for line in lines)  # no table
+    assert lines[-2] == f"note: --property {NEAR_MISS} matches no property; did you mean {COUNT}?"
     assert re.fullmatch(r"CONFORMANT: 5 pass, 1 not applicable in \d+\.\d s \(exit 0\)", lines[-1])  # DFLASH's cases
     # the corpus has three eagle cases: one property, three tests, one line
     shown = [line.split(": ")[0] for line in err.splitlines()]
@@ -34,37 +35,57 @@ def test_a_passing_check_prints_the_header_and_one_summary_line_and_on_a_log_a_l
     assert err.startswith("[1/5] regression: pass (0.")
 
 
-def test_verbose_prints_the_table_with_the_failures_first_and_a_progress_line_per_test(workdir, capsys):
-    code, out, err = run(capsys, impl_file(workdir, OFF_BY_ONE), properties=(INDEX, COUNT))
-    assert code == 1 and list(rows(out)) == [COUNT, INDEX]
-    assert len(err.splitlines()) == 2 and f"{INDEX}[cpu]: pass" in err
-
-
-def test_quiet_prints_the_failures_and_the_summary_only(workdir, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
-    code, out, _ = run(capsys, impl_file(workdir, OFF_BY_ONE), "-q", properties=(INDEX, COUNT), verbose=False)
-    blocks = out.rstrip("\n").split("\n\n")
-    assert code == 1 and sys.stderr.getvalue() == ""
-    assert blocks[0].startswith(f"FAIL {COUNT}\n  num_correct_drafts[0]=") and "  replay: " in blocks[0]
-    assert len(blocks) == 2 and summary(blocks[1]) == "NOT CONFORMANT: 1 pass, 1 FAIL (exit 1)"
-
-
-def test_a_failure_says_l_w_the_mode_and_the_values_and_a_repeated_case_is_printed_once(workdir, capsys):
-    code, out, _ = run(capsys, impl_file(workdir, OFF_BY_ONE), properties=(COUNT, "length_matches_the_documented_draw"),
-                       verbose=False)
-    assert code == 1
-    first, second = [block for block in out.split("\n\n") if block.startswith("FAIL ")]
+def test_a_failure_says_l_w_the_mode_and_the_values_a_repeated_case_once_in_colour_when_forced(workdir, capsys,
+                                                                                                monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    code, out, err = run(capsys, impl_file(workdir, OFF_BY_ONE), properties=(COUNT, "length_matches_the_documented_draw"),
+                         verbose=False)
+    assert code == 1 and "\x1b[31mNOT CONFORMANT\x1b[0m: " in out and "\x1b[31mFAIL\x1b[0m" in err
+    first, second = [block for block in out.split("\n\n") if block.startswith("\x1b[31mFAIL\x1b[0m ")]
+    assert first.startswith(f"\x1b[31mFAIL\x1b[0m {COUNT}\n  num_correct_drafts[0]=1, but should be 0: ")
     assert "[L=1, W=1, bs=1, mode fixed]" in first and "\n  got      [1]\n  expected [0]\n" in first
     assert "\n  case=EagleCase(\n      accept_index=tensor([[0]], dtype=int32),\n" in first
     assert "\n  case=(the same case as above)\n" in second
 
 
-@no_cuda
-def test_cuda_without_cuda_is_one_grouped_line_not_a_row_per_property(workdir, capsys):
-    code, out, _ = run(capsys, REFERENCE, "--device", "cuda", properties=(INDEX, COUNT), verbose=False)
-    assert code == 5
-    assert f"skipped (2): no CUDA: torch.cuda.is_available() is False ({INDEX}, {COUNT})" in out.splitlines()
-    assert summary(out).startswith("NOTHING CHECKED: every property was skipped: no CUDA")
+def made_up(*rows_):
+    """A verdict of ``(property, status, message)`` rows on the CPU, as the session reports them."""
+    results = [verdict.result_of({"nodeid": f"p/test_m.py::test_{pid}[cpu]", "property": pid, "device": "cpu",
+                                  "status": status.value, "message": message, "examples": 5, "seconds": 0.25})
+               for pid, status, message in rows_]
+    return verdict.build({"devices": ["cpu"]}, [], results)
+
+
+FAILING = made_up(("a", Status.PASS, ""), ("b", Status.FAIL, "AssertionError: x=1, but should be 2 [L=1]\ncase=C(\n)"),
+                  ("c", Status.SKIPPED, "no CUDA"), ("d", Status.SKIPPED, "no CUDA"))
+
+
+def test_verbose_puts_the_table_first_with_the_failures_at_its_top():
+    lines = verdict.render(FAILING, verbosity=1).splitlines()
+    assert [line.split()[0] for line in lines[1:5]] == ["b", "a", "c", "d"] and lines[4].endswith("no CUDA")
+    assert "skipped (2)" not in "\n".join(lines)  # the table says it
+
+
+def test_quiet_prints_the_failures_and_the_summary_only():
+    assert verdict.render(FAILING, verbosity=-1).split("\n\n") == [
+        "FAIL b\n  x=1, but should be 2 [L=1]\n  case=C(\n  )", "NOT CONFORMANT: 1 pass, 1 FAIL, 2 skipped (exit 1)"]
+    quiet = io.StringIO()
+    progress.Progress(quiet, quiet=True).finished(FAILING.results[0])
+    assert quiet.getvalue() == ""
+
+
+def test_what_did_not_run_is_one_line_per_reason_not_a_row_per_property():
+    assert verdict.render(FAILING).splitlines()[-2:] == ["skipped (2): no CUDA (c, d)",
+                                                          "NOT CONFORMANT: 1 pass, 1 FAIL, 2 skipped (exit 1)"]
+
+
+def test_verbose_progress_on_a_log_is_a_line_per_test():
+    stream = io.StringIO()
+    shown = progress.Progress(stream, verbose=True)
+    shown.collected([r.nodeid for r in FAILING.results])
+    shown.finished(FAILING.results[0])
+    assert stream.getvalue() == "[1/4] a[cpu]: pass (0.2 s, 5 examples)\n"
 
 
 def test_without_jax_the_functional_properties_are_not_applicable_to_an_eagle_implementation(workdir, capsys,
@@ -95,13 +116,12 @@ def test_list_prints_each_applicable_property_with_its_claim_and_runs_none(workd
     assert listed[0].endswith("Fixed mode writes the fixed id to every element of predict, accepted or not "
                               "(§4.4, §5.2).")
     assert f"  contract 'legacy' (it applies to eagle): {REAL}" in out.splitlines()
-    assert summary(out) == "2 properties apply; 1 do not"
+    assert summary(out) == "2 properties apply; 1 does not"
 
 
-def test_list_of_nothing_that_applies_exits_5(workdir, capsys):
-    code, out, _ = run(capsys, "simacc:apply_dflash_simulated_acceptance", "--list", "-q", properties=(INDEX,),
-                       verbose=False)
-    assert code == 5 and out.strip() == "no property applies; 1 do not (-v says why)"
+def test_a_list_of_nothing_that_applies_says_so():
+    assert check.listing([], {f"p/test_index.py::test_{INDEX}[cpu]": "contract 'dflash'"}) == [
+        "no property applies; 1 does not (-v says why)"]
 
 
 @pytest.mark.parametrize("pattern, name, selected", [
@@ -119,11 +139,7 @@ def test_a_property_pattern_is_an_id_an_id_with_its_device_or_a_shell_pattern(pa
     assert catalogue.selects(pattern, name) is selected
 
 
-def test_an_id_with_its_device_selects_that_test_and_a_near_miss_is_told_the_name_it_was_near(workdir, capsys):
-    code, out, _ = run(capsys, REFERENCE, properties=(f"{INDEX}[cpu]", "num_correct_draft_is_length_minus_one[cpu]"))
-    assert code == 0 and rows(out) == {INDEX: "pass"}
-    assert (f"note: --property num_correct_draft_is_length_minus_one[cpu] matches no property; did you mean {COUNT}?"
-            in out.splitlines())
+def test_a_near_miss_is_told_the_nearest_id_and_a_far_one_nothing():
     assert check._near([INDEX[:-1]]) == f"; did you mean {INDEX}?" and check._near(["nothing_like_it"]) == ""
 
 
@@ -135,14 +151,6 @@ def test_colour_follows_the_terminal_no_color_and_force_color(environ, tty, colo
     stream = io.StringIO()
     stream.isatty = lambda: tty
     assert terminal.colours(stream, environ) is coloured
-
-
-def test_force_color_colours_the_verdict_and_the_progress(workdir, capsys, monkeypatch):
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    code, out, err = run(capsys, impl_file(workdir, OFF_BY_ONE), properties=(INDEX, COUNT), verbose=False)
-    assert code == 1 and "\x1b[31mNOT CONFORMANT\x1b[0m: " in out and f"\x1b[31mFAIL\x1b[0m {COUNT}" in out
-    assert "\x1b[32mpass\x1b[0m" in err
 
 
 def test_the_summary_counts_every_status_and_groups_what_did_not_run_by_reason():
@@ -174,5 +182,3 @@ def test_check_help_describes_the_output_and_its_controls(capsys):
     out = capsys.readouterr().out
     for flag in ("-x, --exitfirst", "--list", "-v, --verbose", "-q, --quiet", "NO_COLOR", "FORCE_COLOR"):
         assert flag in out
-    assert check.HINT == "try 'simacc check --help'"
-    assert torch  # the check command itself never needs it; the test module does for no_cuda

@@ -334,7 +334,8 @@ def listing(collected, not_applicable, verbosity=0):
     said = f"{len(tests)} {'property applies' if len(tests) == 1 else 'properties apply'}" if tests \
         else "no property applies"
     if skipped:
-        said += f"; {len(skipped)} do not" + (" (-v says why)" if verbosity <= 0 else "")
+        said += f"; {len(skipped)} {'does' if len(skipped) == 1 else 'do'} not" + (" (-v says why)" if verbosity <= 0
+                                                                                  else "")
     return [*lines, "", said] if lines else [said]
 
 

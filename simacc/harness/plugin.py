@@ -389,8 +389,7 @@ def pytest_report_header(config):
     lines = [
         f"simacc: implementation {under_test}",
         f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
-        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}"
-        + f"; fixed token id {100 if chosen.fixed_token_id is None else chosen.fixed_token_id}",
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
     ]
     variables = opts.in_effect()
     if variables:
