@@ -182,3 +182,8 @@ def test_check_help_describes_the_output_and_its_controls(capsys):
     out = capsys.readouterr().out
     for flag in ("-x, --exitfirst", "--list", "-v, --verbose", "-q, --quiet", "NO_COLOR", "FORCE_COLOR"):
         assert flag in out
+
+
+def test_nothing_checked_for_several_reasons_names_the_commonest():
+    got = made_up(("a", Status.SKIPPED, "no CUDA"), ("b", Status.SKIPPED, "no CUDA"), ("c", Status.SKIPPED, "no CPU"))
+    assert got.reason == "no property ran the implementation; most were skipped: no CUDA"

@@ -216,7 +216,7 @@ def _why_nothing(results, not_applicable):
     reason, count = reasons.most_common(1)[0]
     if count == len(results):
         return f"every property was {reason}"
-    return f"every property was skipped, most of them {reason}"
+    return f"no property ran the implementation; most were {reason}"
 
 
 def _seconds(s):
