@@ -59,8 +59,7 @@ def properties_page():
         lines += [f"## `{module.rsplit('.', 1)[1]}`", "", " ".join(doc.split()), "",
                   "| property | contracts | levels | claim |", "|---|---|---|---|"]
         for prop in props:
-            claim = (prop.body.__doc__ or "").strip().split("\n\n")[0]
-            claim = " ".join(claim.split()) or prop.id.replace("_", " ")
+            claim = prop.summary.replace("|", "/")
             lines.append(f"| `{prop.id}` | {', '.join(prop.contracts)} | {', '.join(prop.levels)} | {claim} |")
         lines.append("")
     return "\n".join(lines)

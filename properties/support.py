@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.harness.assertions import check, check_equal
+from simacc.harness.assertions import check, check_equal, describe
 from simacc.harness.cases import EagleCase, KernelCase, TensorArg
 
 FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
@@ -92,7 +92,8 @@ def length_of(simacc, outcome, case, source):
     shown = _shown_lengths(outcome, source)
     low, high = int(shown.min()), int(shown.max())
     what = f"L as {source} shows it (min, max over the rows)"
-    check(low == high and 1 <= low <= case.max_len, what, (low, high), f"one value in [1, {case.max_len}]", case)
+    check(low == high and 1 <= low <= case.max_len, what, (low, high), f"one value in [1, {case.max_len}]", case,
+          "drawn by the implementation")
     return low
 
 
@@ -125,6 +126,63 @@ def drafts_then_bonus(candidates, target_predict, length):
     tokens = candidates.long().roll(-1, dims=1)[:, :length].clone()
     tokens[:, length - 1] = target_predict[:, length - 1]
     return tokens
+
+
+# -- the role of each output element, for failure messages ------------------------------
+
+
+def _token_names(case):
+    """How the case's contract calls its two token tensors."""
+    return ("candidate_tokens", "target_tokens") if isinstance(case, KernelCase) else ("candidates", "target_predict")
+
+
+def slot_role(case, length, row, j):
+    """What row ``row``'s accepted slot ``j`` (of ``L = length``) receives (CONTRACT.md §4.4-§4.5)."""
+    if case.mode != "real-draft-token":
+        return f"row {row}'s slot j={j}, and fixed mode writes the fixed id to every element"
+    drafts, target = _token_names(case)
+    if j < length - 1:
+        return f"row {row}'s slot j={j}: draft {j + 1}, {drafts}[{row}, {j + 1}]"
+    return f"row {row}'s slot j={j}: the bonus, {target}[{row}, {j}]"
+
+
+def predict_roles(case, length):
+    """``role(index)`` of a flat ``predict`` element: which row's accepted slot ``j`` it is
+    and what belongs there, or that no row accepts it (the roots are read, not assumed)."""
+    roots = case.root_values[:, 0].tolist()
+
+    def role(index):
+        for row, root in enumerate(roots):
+            if 0 <= index[0] - root < length:
+                return slot_role(case, length, row, index[0] - root)
+        if case.mode != "real-draft-token":
+            return "a slot no row accepts, and fixed mode writes the fixed id to every element"
+        return "untouched: no row accepts this slot, so it keeps its value"
+
+    return role
+
+
+def index_roles(case, length):
+    """``role((i, j))`` of an index element: accepted (``root + j``) or padding (-1 from ``L``)."""
+    roots = case.root_values[:, 0].tolist()
+
+    def role(index):
+        i, j = index
+        if j < length:
+            return f"row {i}, j={j}: accepted, root {roots[i]} + {j}"
+        return f"row {i}, j={j}: padding (j >= L), -1"
+
+    return role
+
+
+def count_role(index):
+    """``role((i,))`` of ``num_correct_drafts``: the drafts accepted, without the bonus (§4.3)."""
+    return f"row {index[0]} counts the L - 1 accepted drafts, not the bonus"
+
+
+def gap_role(layout):
+    """``role`` of a storage element outside a tensor's own: the padding of a strided view."""
+    return lambda index: f"padding: a gap of the {layout} buffer, outside the tensor's elements"
 
 
 def observed_lengths(outcome):
@@ -246,14 +304,24 @@ def check_rejected_untouched(outcome, case, naming=None):
     every tensor argument as it was and drew nothing."""
     __tracebackhide__ = True
     error = outcome.error
-    check(error is not None, "the call", f"returned {outcome.returned!r}", "an exception", case)
+    none = REJECTED
+    check(error is not None, "the call", f"returned {_short(outcome.returned)}", "an exception", case, none)
     if naming is not None:
         named = isinstance(error, ValueError) and (naming in str(error) or repr(naming) in str(error))
         said = f"{type(error).__name__}: {error}".splitlines()[0][:200]
-        check(named, "the error", said, f"a ValueError naming {naming!r}", case)
+        check(named, "the error", said, f"a ValueError naming {naming!r}", case, none)
     for name, before in outcome.before.items():
-        check_equal(f"{name} after the rejected call", outcome.args[name], before, case)
-    check(not outcome.draws_consumed, "CPU generator state after the rejected call", "advanced", "unchanged", case)
+        check_equal(f"{name} after the rejected call", outcome.args[name], before, case, none)
+    check(not outcome.draws_consumed, "CPU generator state after the rejected call", "advanced", "unchanged", case,
+          none)
+
+
+REJECTED = "not drawn (the call must raise first)"  # the L of a call that must be rejected
+
+
+def _short(value):
+    """A returned value as a message names it: a tensor by its summary."""
+    return describe(value) if isinstance(value, torch.Tensor) else repr(value)[:200]
 
 
 def check_same_outputs(what, got, expected, case):
@@ -293,22 +361,25 @@ def check_documented_draws(outcome, case):
     check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
 
 
-def check_accepted_slots(what, predict, positions, tokens, case):
+def check_accepted_slots(what, predict, positions, tokens, case, length, roles=None):
     """``predict`` (1-D, any device) holds ``tokens`` at ``positions`` (same shape), as
-    ``predict``'s dtype."""
+    ``predict``'s dtype; the rest of it is another property's business. ``roles`` names a
+    differing element (default: :func:`predict_roles` for ``length``)."""
     __tracebackhide__ = True
-    got = predict.cpu()[positions.reshape(-1)].reshape(positions.shape)
-    check_equal(f"{what} at the accepted slots (row, j)", got, tokens.to(got.dtype), case)
+    got = predict.cpu()
+    expected = got.clone()
+    expected[positions.reshape(-1)] = tokens.reshape(-1).to(got.dtype)
+    check_equal(what, got, expected, case, length, roles or predict_roles(case, length))
 
 
-def check_other_slots_unchanged(what, predict, before, positions, case):
+def check_other_slots_unchanged(what, predict, before, positions, case, length, roles=None):
     """Every element of ``predict`` outside ``positions`` keeps its value from ``before``."""
     __tracebackhide__ = True
     got = predict.cpu()
     expected = before.clone()
     flat = positions.reshape(-1)
     expected[flat] = got[flat]  # the accepted slots are another property's business
-    check_equal(what, got, expected, case)
+    check_equal(what, got, expected, case, length, roles or predict_roles(case, length))
 
 
 def check_inputs_untouched(outcome, case, names):
@@ -319,9 +390,10 @@ def check_inputs_untouched(outcome, case, names):
         if getattr(case, name) is None:
             continue
         got = outcome.args[name]
-        check_equal(name, got, outcome.before[name], case)
+        check_equal(name, got, outcome.before[name], case, role=lambda index: "an input, never written")
         fresh = getattr(case, name).on(outcome.device)
-        check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case)
+        check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case,
+                    role=gap_role(getattr(case, name).layout))
 
 
 def check_index_type(outcome, case, inputs):

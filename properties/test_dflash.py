@@ -20,46 +20,72 @@ def target_tokens(case):
     return case.next_token_logits.values.argmax(dim=1).reshape(case.candidates.values.shape)
 
 
+def token_role(case, length):
+    """``role((i, j))`` of ``out_tokens``: a draft, the bonus, or zero padding past ``L`` (§7.2)."""
+    target = "target_predict" if case.target_predict is not None else "argmax(next_token_logits)"
+
+    def role(index):
+        i, j = index
+        if j < length - 1:
+            return f"row {i}, j={j}: draft {j + 1}, candidates[{i}, {j + 1}]"
+        if j == length - 1:
+            return f"row {i}, j={j}: the bonus, {target}[{i}, {j}]"
+        return f"row {i}, j={j}: padding (j >= L), zeroed"
+
+    return role
+
+
 @claim("dflash", case=cases)
 def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
+    """accept_len becomes L - 1 and commit_lens L, in every row (§7.2)."""
     outcome = simacc.run(case)
     length = support.length_of(simacc, outcome, case, "commit_lens")
     accept_len, commit_lens = outcome.args["accept_len"], outcome.args["commit_lens"]
-    check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), case)
-    check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), case)
+    check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), case, length,
+                lambda index: f"row {index[0]} counts the L - 1 accepted drafts")
+    check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), case, length,
+                lambda index: f"row {index[0]} commits L tokens, the drafts and the bonus")
 
 
 @claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
 def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
+    """Fixed mode writes the fixed id to bonus and to every element of out_tokens (§7.2)."""
     outcome = simacc.run(case)
     for name in ("bonus", "out_tokens"):
         got = outcome.args[name]
-        check_equal(name, got, torch.full_like(got, simacc.impl.fixed_token_id), case)
+        check_equal(name, got, torch.full_like(got, simacc.impl.fixed_token_id), case,
+                    role=lambda index: "fixed mode writes the fixed id to every element")
 
 
 @claim("dflash", case=sx.dflash_cases(modes=("real-draft-token",)))
 def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
+    """Real mode: out_tokens is the drafts, then the bonus, then zeros; bonus is target_predict[:, L-1] (§7.2)."""
     outcome = simacc.run(case)
     length, (bs, block) = support.length_of(simacc, outcome, case, "commit_lens"), case.out_tokens.values.shape
     accepted = support.drafts_then_bonus(case.candidates.values, target_tokens(case), length)
     expected = torch.cat([accepted, torch.zeros((bs, block - length), dtype=torch.int64)], dim=1)
-    check_equal("out_tokens", outcome.args["out_tokens"].cpu(), expected, case)
-    check_equal("bonus", outcome.args["bonus"].cpu(), accepted[:, length - 1], case)
+    check_equal("out_tokens", outcome.args["out_tokens"].cpu(), expected, case, length, token_role(case, length))
+    check_equal("bonus", outcome.args["bonus"].cpu(), accepted[:, length - 1], case, length,
+                lambda index: token_role(case, length)((index[0], length - 1)))
 
 
 @claim("dflash", case=cases)
 def test_dflash_inputs_are_never_written(simacc, case):
+    """candidates, target_predict and next_token_logits are never written (§7)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
 @claim("dflash", levels=("exact",), case=sx.dflash_cases(min_bs=1))
 def test_dflash_length_matches_the_documented_draw(simacc, case):
+    """DFLASH: L is exactly the documented draw, with max_len = B (§7.2)."""
     outcome = simacc.run(case)
     got = outcome.args["commit_lens"].long().cpu()
-    check_equal("L (commit_lens)", got, torch.full_like(got, case.expected_length()), case)
+    check_equal("L (commit_lens)", got, torch.full_like(got, case.expected_length()), case, case.expected_length(),
+                lambda index: f"row {index[0]}'s commit_lens")
     support.check_documented_draws(outcome, case)
 
 
 @claim("dflash", case=sx.dflash_cases(methods=sx.bad_methods()))
 def test_dflash_rejects_unknown_method_before_writing(simacc, case):
+    """DFLASH: an unknown method raises a ValueError naming it, before anything is written (§3.4)."""
     support.check_rejected_untouched(simacc.attempt(case), case, naming=case.simulate_acc_method)

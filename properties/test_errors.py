@@ -16,9 +16,11 @@ CONTRACTS = ("eagle", "legacy")
 
 @claim(*CONTRACTS, case=support.eagle_cases_for_impl(acc_lens=sx.bad_acc_lens()))
 def test_rejects_nonpositive_or_nan_length_before_writing(simacc, case):
+    """A length <= 0 or NaN raises before anything is written or drawn (§4.0)."""
     support.check_rejected_untouched(simacc.attempt(case), case)
 
 
 @claim(*CONTRACTS, case=support.eagle_cases_for_impl(methods=sx.bad_methods()))
 def test_rejects_unknown_method_before_writing(simacc, case):
+    """An unknown method raises a ValueError naming it, before anything is written or drawn (§3.4)."""
     support.check_rejected_untouched(simacc.attempt(case), case, naming=case.simulate_acc_method)

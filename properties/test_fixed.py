@@ -6,6 +6,7 @@ import simacc as sa
 from simacc import strategies as sx
 from simacc.harness.assertions import check, check_equal
 from simacc.harness.catalogue import claim
+from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")
 fixed_cases = sx.eagle_cases(modes=("fixed",))
@@ -13,10 +14,14 @@ fixed_cases = sx.eagle_cases(modes=("fixed",))
 
 @claim(*CONTRACTS, case=fixed_cases)
 def test_fixed_mode_fills_predict_with_the_fixed_id(simacc, case):
+    """Fixed mode writes the fixed id to every element of predict, accepted or not (§4.4, §5.2)."""
     predict = simacc.run(case).args["predict"]
     expected = torch.full(tuple(case.predict.values.shape), simacc.impl.fixed_token_id, dtype=torch.int32,
                           device=predict.device)
-    check_equal("predict", predict, expected, case)
+    check_equal("predict", predict, expected, case, role=EVERY_ELEMENT)
+
+
+EVERY_ELEMENT = lambda index: "fixed mode writes the fixed id to every element, accepted or not"  # noqa: E731
 
 
 def legacy_run(case, device):
@@ -38,10 +43,14 @@ def legacy_run(case, device):
 
 @claim(*CONTRACTS, levels=("exact",), case=fixed_cases)
 def test_fixed_mode_is_byte_identical_to_legacy(simacc, case):
+    """Fixed mode gives the legacy function's index, predict, counts and generator state (§6.4)."""
     outcome = simacc.run(case)
     returned, args, rng_after = legacy_run(case, outcome.device)
-    check_equal("index", outcome.returned, returned, case)
-    check_equal("predict", outcome.args["predict"], args["predict"].fill_(simacc.impl.fixed_token_id), case)
-    check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], args["num_correct_drafts"], case)
+    length = case.expected_length()
+    check_equal("index", outcome.returned, returned, case, length, support.index_roles(case, length))
+    check_equal("predict", outcome.args["predict"], args["predict"].fill_(simacc.impl.fixed_token_id), case,
+                role=EVERY_ELEMENT)
+    check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], args["num_correct_drafts"], case,
+                role=support.count_role)
     same = torch.equal(outcome.rng_after, rng_after)
     check(same, "CPU generator state after the call", "a different state", "the legacy code's state", case)

@@ -77,10 +77,12 @@ def check_lengths(simacc, x, method, probabilities):
 @pytest.mark.parametrize("x", MATCH_EXPECTED_LENGTHS)
 @claim("functional", needs=jaxbridge.missing)
 def test_functional_match_expected_length_has_the_documented_distribution(simacc, x):
+    """Functional: match-expected lengths over many keys follow §9.2 (DKW bound)."""
     check_lengths(simacc, x, "match-expected", support.match_expected_probabilities(x, MAX_LEN))
 
 
 @pytest.mark.parametrize("x", MULTINOMIAL_LENGTHS)
 @claim("functional", needs=jaxbridge.missing)
 def test_functional_multinomial_length_has_the_documented_distribution(simacc, x):
+    """Functional: multinomial lengths over many keys are round(clamp(N(x, 1), 1, W)) (§9.3)."""
     check_lengths(simacc, x, "multinomial", support.gaussian_probabilities(x, MAX_LEN))

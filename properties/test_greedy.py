@@ -9,6 +9,7 @@ import simacc as sa
 from simacc import strategies as sx
 from simacc.harness.assertions import check_equal
 from simacc.harness.catalogue import claim
+from simacc.properties import support
 
 
 def greedy_run(case, device):
@@ -22,8 +23,11 @@ def greedy_run(case, device):
 
 @claim("eagle", case=sx.chain_cases())
 def test_real_mode_equals_greedy_verification(simacc, case):
+    """On a chain the target agrees with for k drafts, real mode at L = k + 1 is greedy verification (§1.3)."""
     outcome = simacc.run(case)
     index, counts, predict = greedy_run(case, outcome.device)
-    check_equal("index", outcome.returned, index, case)
-    check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], counts.to(torch.int32), case)
-    check_equal("predict", outcome.args["predict"], predict, case)
+    length = case.expected_length()
+    check_equal("index", outcome.returned, index, case, length, support.index_roles(case, length))
+    check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], counts.to(torch.int32), case, length,
+                support.count_role)
+    check_equal("predict", outcome.args["predict"], predict, case, length, support.predict_roles(case, length))

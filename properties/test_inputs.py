@@ -14,17 +14,20 @@ cases = support.eagle_cases_for_impl()
 
 @claim(*CONTRACTS, case=cases)
 def test_inputs_are_never_written(simacc, case):
+    """accept_index, candidates and target_predict are never written, gaps of strided views included (§4.6)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
 @claim(*CONTRACTS, case=cases)
 def test_result_is_fresh_across_calls(simacc, case):
+    """The index shares storage with no argument and with no earlier call's result (§4.6, §11.2)."""
     first, second = simacc.run(case), simacc.run(case)
     support.check_fresh_result(second, first, case)
 
 
 @claim(*CONTRACTS, case=cases)
 def test_result_aliases_no_input(simacc, case):
+    """Writing into the returned index changes no argument of the call (§4.6)."""
     outcome = simacc.run(case)
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
@@ -34,4 +37,5 @@ def test_result_aliases_no_input(simacc, case):
     after = {name: arg.clone() for name, arg in args.items()}
     returned.add_(1)
     for name, snapshot in after.items():
-        check_equal(f"{name} after writing into the index", args[name], snapshot, case)
+        check_equal(f"{name} after writing into the index", args[name], snapshot, case,
+                    role=lambda index: "an argument, unchanged by a write into the result")

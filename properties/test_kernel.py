@@ -1,8 +1,8 @@
 """The kernel op (CONTRACT.md §8): the simulation with the length given,
 ``simulated_accept(*, accept_indices, predict_tokens, num_correct_drafts, candidate_tokens,
 target_tokens, width, num_accept_tokens, real_tokens)``, as upstream's Triton op runs it on
-CUDA. Steps 2, 3, 5 and 6 hold with ``L = num_accept_tokens``; fixed mode writes 100 to
-every element of the ``predict_tokens`` view; every tensor is read and written through its
+CUDA. Steps 2, 3, 5 and 6 hold with ``L = num_accept_tokens``; fixed mode writes the fixed
+id to every element of the ``predict_tokens`` view; every tensor is read and written through its
 strides, so nothing in the gaps of a strided view is ever written. The last property runs
 upstream's own test grid exhaustively, so that the catalogue subsumes it.
 """
@@ -25,44 +25,56 @@ WRITTEN = ("predict_tokens", "num_correct_drafts")
 
 @claim("kernel", case=cases)
 def test_kernel_index_is_an_int32_tensor_of_shape_bs_by_width(simacc, case):
+    """Kernel op: the result is an int32 (bs, width) tensor on the inputs' device (§8.1)."""
     support.check_index_type(simacc.run(case), case, "accept_indices")
 
 
 @claim("kernel", case=cases)
 def test_kernel_index_rows_are_root_plus_range_then_minus_one(simacc, case):
+    """Kernel op: row i of the index is root_i + 0..L-1, then -1, with L = num_accept_tokens (§8.2)."""
     got = simacc.run(case).returned
-    check_equal("index", got, support.expected_index(case, case.num_accept_tokens).to(got.device), case)
+    length = case.num_accept_tokens
+    check_equal("index", got, support.expected_index(case, length).to(got.device), case, length,
+                support.index_roles(case, length))
 
 
 @claim("kernel", case=cases)
 def test_kernel_num_correct_drafts_is_length_minus_one(simacc, case):
+    """Kernel op: every element of num_correct_drafts becomes L - 1 (§8.2)."""
     got = simacc.run(case).args["num_correct_drafts"]
-    check_equal("num_correct_drafts", got, torch.full_like(got, case.num_accept_tokens - 1), case)
+    check_equal("num_correct_drafts", got, torch.full_like(got, case.num_accept_tokens - 1), case,
+                role=support.count_role)
 
 
 @claim("kernel", case=real_cases)
 def test_kernel_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, case):
+    """Kernel op, real mode: the drafts, then the bonus, at each row's accepted slots (§8.2)."""
     length = case.num_accept_tokens
     tokens = support.drafts_then_bonus(case.candidate_tokens.values, case.target_tokens.values, length)
     support.check_accepted_slots("predict_tokens", simacc.run(case).args["predict_tokens"],
-                                 support.accepted_positions(case, length), tokens, case)
+                                 support.accepted_positions(case, length), tokens, case, length)
 
 
 @claim("kernel", case=real_cases)
 def test_kernel_real_mode_leaves_other_predict_slots_unchanged(simacc, case):
+    """Kernel op, real mode: every other element of predict_tokens keeps its value (§8.2)."""
     positions = support.accepted_positions(case, case.num_accept_tokens)
     predict = simacc.run(case).args["predict_tokens"]
-    support.check_other_slots_unchanged("predict_tokens", predict, case.predict_tokens.values, positions, case)
+    support.check_other_slots_unchanged("predict_tokens", predict, case.predict_tokens.values, positions, case,
+                                        case.num_accept_tokens)
 
 
 @claim("kernel", case=sx.kernel_cases(modes=("fixed",)))
 def test_kernel_fixed_mode_fills_every_predict_element(simacc, case):
+    """Kernel op, fixed mode: every element of the predict_tokens view becomes the fixed id (§8.2)."""
     got = simacc.run(case).args["predict_tokens"]
-    check_equal("predict_tokens", got, torch.full_like(got, simacc.impl.fixed_token_id), case)
+    check_equal("predict_tokens", got, torch.full_like(got, simacc.impl.fixed_token_id), case,
+                role=lambda index: "fixed mode writes the fixed id to every element of the view")
 
 
 @claim("kernel", case=cases)
 def test_kernel_writes_nothing_outside_its_views(simacc, case):
+    """Kernel op: nothing in the gaps of a strided predict_tokens or num_correct_drafts is written (§8.3)."""
     outcome = simacc.run(case)
     for name in WRITTEN:
         got, fresh = outcome.args[name], getattr(case, name).on(outcome.device)
@@ -70,7 +82,8 @@ def test_kernel_writes_nothing_outside_its_views(simacc, case):
         outside[_view_positions(got)] = 0
         expected = support.whole_storage(fresh).clone()
         expected[_view_positions(fresh)] = 0
-        check_equal(f"{name}'s storage outside the view", outside, expected, case)
+        check_equal(f"{name}'s storage outside the view", outside, expected, case,
+                    role=support.gap_role(getattr(case, name).layout))
 
 
 def _view_positions(t):
@@ -80,11 +93,13 @@ def _view_positions(t):
 
 @claim("kernel", case=cases)
 def test_kernel_inputs_are_never_written(simacc, case):
+    """Kernel op: accept_indices and the token tensors are never written (§8.2)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
 @claim("kernel", case=cases)
 def test_kernel_result_aliases_no_input_and_no_earlier_result(simacc, case):
+    """Kernel op: the index shares storage with no argument and no earlier result (§8.2)."""
     first, second = simacc.run(case), simacc.run(case)
     support.check_fresh_result(second, first, case)
 
@@ -125,16 +140,19 @@ def upstream_grid():
 
 @claim("kernel")
 def test_kernel_matches_upstreams_grid(simacc):
-    """bs {0, 1, 8, 128} x width {1, 4, 7} x every L x contiguous and strided, both modes:
+    """Upstream's grid, bs {0, 1, 8, 128} x width {1, 4, 7} x every L x contiguous and strided, both modes:
     index, counts and tokens exact (upstream's one test of its op, as a property)."""
     for case in upstream_grid():
         outcome = simacc.run(case)
-        expected = support.expected_index(case, case.num_accept_tokens).to(outcome.device)
-        check_equal("index", outcome.returned, expected, case)
+        length = case.num_accept_tokens
+        expected = support.expected_index(case, length).to(outcome.device)
+        check_equal("index", outcome.returned, expected, case, length, support.index_roles(case, length))
         counts = outcome.args["num_correct_drafts"]
-        check_equal("num_correct_drafts", counts, torch.full_like(counts, case.num_accept_tokens - 1), case)
+        check_equal("num_correct_drafts", counts, torch.full_like(counts, length - 1), case, length,
+                    support.count_role)
         predict = outcome.args["predict_tokens"]
-        check_equal("predict_tokens", predict.cpu(), expected_predict(case, simacc.impl.fixed_token_id), case)
+        check_equal("predict_tokens", predict.cpu(), expected_predict(case, simacc.impl.fixed_token_id), case,
+                    length, support.predict_roles(case, length))
 
 
 def expected_predict(case, fixed_token_id):

@@ -45,6 +45,7 @@ def case_contracts(regression):
 
 @claim(*contracts.NAMES, contracts_of=case_contracts, params=corpus)
 def test_regression(simacc, regression):
+    """Every promoted regression case passes the property it was found by, before any random case."""
     try:
         record, prop = _read(regression)
     except reprofile.ReproError as e:

@@ -34,6 +34,7 @@ cases = support.eagle_cases_for_impl()
 
 @claim(*CONTRACTS, case=batches)
 def test_length_is_within_one_and_width(simacc, case):
+    """1 <= L <= W, as both num_correct_drafts and the index show it (§3.1)."""
     lengths = support.observed_lengths(simacc.run(case))
     low, high = int(lengths.min()), int(lengths.max())
     check(1 <= low and high <= case.max_len, LENGTHS, (low, high), f"within [1, {case.max_len}]", case)
@@ -41,6 +42,7 @@ def test_length_is_within_one_and_width(simacc, case):
 
 @claim(*CONTRACTS, case=batches)
 def test_length_is_one_value_for_the_whole_batch(simacc, case):
+    """One L for every row of the batch, the same in num_correct_drafts and in the index (§3.1)."""
     lengths = support.observed_lengths(simacc.run(case))
     low, high = int(lengths.min()), int(lengths.max())
     check(low == high, LENGTHS, (low, high), "one value for every row and both outputs", case)
@@ -48,18 +50,27 @@ def test_length_is_one_value_for_the_whole_batch(simacc, case):
 
 @claim(*CONTRACTS, levels=("exact",), case=batches)
 def test_length_matches_the_documented_draw(simacc, case):
+    """L is exactly the documented draw from torch's CPU generator (§3.2, §3.3)."""
     lengths = support.observed_lengths(simacc.run(case))
     expected = torch.full_like(lengths, case.expected_length())
-    check_equal("L (num_correct_drafts + 1, then index entries != -1, per row)", lengths, expected, case)
+
+    def role(index):
+        row = index[0] % max(case.bs, 1)
+        return f"row {row}'s {'num_correct_drafts + 1' if index[0] < case.bs else 'index entries other than -1'}"
+
+    check_equal("L (num_correct_drafts + 1, then index entries != -1, per row)", lengths, expected, case,
+                case.expected_length(), role)
 
 
 @claim(*CONTRACTS, levels=("exact",), case=cases)
 def test_generator_consumes_exactly_the_documented_draws(simacc, case):
+    """The CPU generator advances by exactly the draws §3 documents, none on other generators' behalf."""
     support.check_documented_draws(simacc.run(case), case)
 
 
 @claim(*CONTRACTS, levels=("exact",), case=cases)
 def test_same_generator_state_gives_identical_outputs(simacc, case):
+    """Two calls from the same generator state give the same bytes (§3.1)."""
     first, second = simacc.run(case), simacc.run(case)
     support.check_same_outputs("(second run)", second, first, case)
 
@@ -67,6 +78,7 @@ def test_same_generator_state_gives_identical_outputs(simacc, case):
 @pytest.mark.parametrize("x", MATCH_EXPECTED_LENGTHS)
 @claim(*CONTRACTS)
 def test_match_expected_has_the_documented_mean_and_support(simacc, x):
+    """match-expected draws floor(c) or floor(c) + 1 with mean c = clamp(x, 1, W) (§3.3, DKW bound)."""
     lengths = support.sampled_lengths(simacc, x, "match-expected", RUNS, SPEC_STEPS)
     clamped = max(1.0, min(MAX_LEN, x))
     seen = sorted(set(lengths))
@@ -83,6 +95,7 @@ def test_match_expected_has_the_documented_mean_and_support(simacc, x):
 @pytest.mark.parametrize("x", MULTINOMIAL_LENGTHS)
 @claim(*CONTRACTS)
 def test_multinomial_matches_the_rounded_clamped_gaussian(simacc, x):
+    """multinomial is round(clamp(N(x, 1), 1, W)), the mean not clamped (§3.2, DKW bound)."""
     lengths = support.sampled_lengths(simacc, x, "multinomial", RUNS, SPEC_STEPS)
     outside = sum(not 1 <= n <= MAX_LEN for n in lengths)
     check(outside == 0, f"multinomial L outside [1, {MAX_LEN}] (x={x}, seeds 0..{RUNS - 1})", outside, 0, None)

@@ -156,8 +156,9 @@ def test_the_port_reads_its_settings_from_simulate_acc_variables():
     from simacc.zoo import sglang_jax
 
     environ = {"SIMULATE_ACC_LEN": "2.5", "SIMULATE_ACC_METHOD": "multinomial", "SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
-    assert sglang_jax.config_from_env(environ) == sglang_jax.Config(2.5, "multinomial", "real-draft-token")
-    assert sglang_jax.config_from_env({}) == sglang_jax.Config(-1.0, "match-expected", "fixed")
+    config = sglang_jax.SimulatedAcceptanceConfig
+    assert sglang_jax._load_config(environ) == config(True, 2.5, "multinomial", "real-draft-token")
+    assert sglang_jax._load_config({}) == config(False, -1.0, "match-expected", "fixed")
 
 
 @needs_jax
@@ -165,7 +166,8 @@ def test_with_simulation_off_the_port_hands_its_inputs_back():
     from simacc.zoo import sglang_jax
 
     arrays = {name: jaxbridge.jnp.zeros(2, jaxbridge.jnp.int32) for name in ("accept_index", "predict", "accept_lens")}
-    got = sglang_jax.accept(sglang_jax.Config(), sglang_jax.gaussian_length, **arrays, candidates=None,
+    off = sglang_jax._load_config({})
+    got = sglang_jax.accept(off, sglang_jax.gaussian_length, **arrays, candidates=None,
                             target_predict=None, valid_mask=None, spec_steps=1, topk=1, rng=None)
     assert got == (arrays["accept_index"], arrays["predict"], arrays["accept_lens"])
 
@@ -176,7 +178,8 @@ def test_the_port_rejects_real_mode_on_trees():
 
     jnp = jaxbridge.jnp
     with pytest.raises(ValueError, match="topk == 1, got topk=2"):
-        sglang_jax.accept(sglang_jax.Config(2.0, "match-expected", "real-draft-token"), sglang_jax.gaussian_length,
+        sglang_jax.accept(sglang_jax.SimulatedAcceptanceConfig(True, 2.0, "match-expected", "real-draft-token"),
+                          sglang_jax.gaussian_length,
                           accept_index=jnp.zeros((1, 2), jnp.int32), predict=jnp.zeros(2, jnp.int32),
                           accept_lens=jnp.zeros(1, jnp.int32), candidates=jnp.zeros((1, 2), jnp.int32),
                           target_predict=jnp.zeros((1, 2), jnp.int32), valid_mask=jnp.ones(1, bool), spec_steps=1,

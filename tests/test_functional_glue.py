@@ -1,11 +1,13 @@
-"""The glue of docs/jax.md, run as written: the worked example of "Checking a JAX port"
-adapts a port in sglang-jax's convention to simacc's functional contract. Against the zoo's
-correct port it passes the whole catalogue with ``--fixed-token-id 32`` (and fails only
-fixed mode without it); against the port with sglang-jax's clamped-mean Gaussian it fails
-the multinomial distribution property outside ``[1, W]``.
+"""The glue of ``docs/jax.md``, run as written: it adapts a port whose config is a frozen
+record imported by name (sglang-jax's shape) to simacc's functional contract. The zoo's two
+ports of that shape stand for ``my_port.simulate``. Against the correct one it passes the
+whole catalogue with ``--fixed-token-id 32`` (and fails fixed mode without it); against the
+one with sglang-jax's clamped-mean Gaussian it fails the multinomial distribution property
+outside ``[1, W]``.
 """
 
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -21,39 +23,38 @@ from simacc.zoo import sglang_jax, sglang_jax_clamped
 
 pytestmark = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))
 
-README = Path(__file__).resolve().parents[1] / "docs" / "jax.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "jax.md"
 FIXED_PROPERTY = "functional_fixed_mode_fills_predict_with_the_fixed_id"
 ACCEPTING = settings(profiles.for_session("ci"), database=None, max_examples=20,
                      phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
-def readme_glue():
-    """The README's indented code block that starts with ``# glue.py``, dedented."""
-    lines = README.read_text().splitlines()
-    start = lines.index("    # glue.py")
-    block = []
-    for line in lines[start:]:
-        if line and not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return "\n".join(block).strip() + "\n"
+def documented_glue():
+    """The code block of docs/jax.md that starts with ``# glue.py``."""
+    text = GUIDE.read_text()
+    start = text.index("```python\n# glue.py\n") + len("```python\n")
+    return text[start:text.index("```", start)]
 
 
 @pytest.fixture
 def glued(tmp_path, monkeypatch):
-    """``glued(port)``: the README's glue.py, importing ``port`` as ``my_port``, loaded as an IMPL."""
+    """``glued(port)``: the documented glue.py, with ``port`` as ``my_port.simulate``, loaded as an IMPL."""
     monkeypatch.setattr(sys, "path", list(sys.path))  # loading a file appends its folder
     path = tmp_path / "glue.py"
-    path.write_text(readme_glue())
+    path.write_text(documented_glue())
 
     def load(port, fixed_token_id=None):
-        monkeypatch.setitem(sys.modules, "my_port", port)
+        package = types.ModuleType("my_port")
+        package.simulate = port
+        monkeypatch.setitem(sys.modules, "my_port", package)
+        monkeypatch.setitem(sys.modules, "my_port.simulate", port)
+        monkeypatch.setattr(port, "SIMULATED_ACCEPTANCE_CONFIG", port.SIMULATED_ACCEPTANCE_CONFIG)  # restored after
         return impl.load(f"{path}:generate", fixed_token_id=fixed_token_id)
 
     return load
 
 
-def test_the_readme_glue_is_a_functional_impl(glued):
+def test_the_documented_glue_is_a_functional_impl(glued):
     loaded = glued(sglang_jax)
     assert (loaded.contract, loaded.style) == ("functional", "jax")
 

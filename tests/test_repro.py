@@ -159,10 +159,19 @@ def test_a_rerun_that_finds_the_same_failure_rewrites_its_file_instead_of_adding
 def test_replaying_against_the_buggy_implementation_exits_1_and_points_at_the_wrong_element(planted, capsys):
     assert cli.main(["repro", str(planted["files"][0])]) == 1
     out = capsys.readouterr().out
-    named = re.search(r"FAIL: AssertionError: index\[(\d+), (\d+)\]=(-?\d+), but should be (-?\d+)", out)
+    named = re.search(r"FAIL: index\[(\d+), (\d+)\]=(-?\d+), but should be (-?\d+): row \d+, j=\d+: ", out)
     assert named, out
     row, col, got, expected = named.groups()
     assert f"returned[{row}, {col}]: expected {expected}, produced {got}" in out
+
+
+def test_a_replay_prints_the_case_once_with_its_values_then_the_claim_and_the_diff(planted, capsys):
+    assert cli.main(["repro", str(planted["files"][0])]) == 1
+    out = capsys.readouterr().out
+    assert out.count("EagleCase(") == 1 and "\ncase=EagleCase(\n    accept_index=tensor([[" in out
+    claim = next(line for line in out.splitlines() if line.startswith("FAIL: "))
+    assert claim.endswith("]") and "[L=" in claim and "case" not in claim  # one line: the values are in the diff
+    assert out.index("case=EagleCase(") < out.index("FAIL: ") < out.index("where ")
 
 
 def test_replaying_against_the_reference_exits_0(planted, capsys):
@@ -379,7 +388,7 @@ def test_pruning_a_named_folder_that_does_not_exist_exits_2_and_a_missing_defaul
 def test_a_repro_file_and_a_folder_action_exclude_each_other_and_one_is_needed(args, problem, capsys):
     assert _clean(*args) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"simacc repro: {problem}") and err.count("\n") == 1, err
+    assert out == "" and err == f"simacc repro: error: {problem}; try 'simacc repro --help'\n", err
 
 
 def test_the_help_documents_both_ways_to_call_it_and_every_exit_code(capsys):

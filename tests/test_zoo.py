@@ -114,5 +114,7 @@ def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
 def test_an_unknown_entry_is_a_usage_error(capsys):
     from simacc.commands import cli
 
-    assert cli.main(["mutants", "--only", "no_such_mutant"]) == 2
-    assert "no zoo entry named no_such_mutant" in capsys.readouterr().err
+    assert cli.main(["mutants", "--only", "no_such_mutant", "--only", "fixed_id_10"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no zoo entry named 'fixed_id_10', 'no_such_mutant'" in err
+    assert "did you mean fixed_id_101?" in err and "the entries are " in err and ", per_row_loop, " in err

@@ -111,8 +111,13 @@ def medians_from(path):
     """The same rows from a ``simacc mutants --json`` file, instead of running the zoo again."""
     from simacc.commands import mutants
 
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if data.get("schema") != mutants.SCHEMA:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror}") from None
+    if not isinstance(data, dict) or data.get("schema") != mutants.SCHEMA:
         raise ValueError(f"{path} is not a simacc mutants JSON file (schema {mutants.SCHEMA})")
     return [dict(name=r["name"], kind=r["kind"], verdict=r["verdict"], median=r["median_examples"],
                  shrunk=r.get("shrunk", ""), examples=[run["examples"] for run in r["runs"]])

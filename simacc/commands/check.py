@@ -4,22 +4,25 @@ The properties run in a pytest session in a child process (:mod:`simacc.harness.
 which loads the implementation; this process never imports it. It prints the header once the
 child says what it loaded, shows progress as results come, and builds the verdict
 (:mod:`simacc.commands.verdict`) from what it heard: an implementation that ends its process,
-at import or in a call, cannot turn the check into a success.
+at import or in a call, cannot turn the check into a success. ``--list`` runs the same
+session up to its collection, and prints the properties that apply with their claims.
 """
 
 import argparse
+import difflib
 import json
 import os
 import platform
 import shlex
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from simacc.commands import verdict
+from simacc.commands import terminal, verdict
 from simacc.commands.exits import Exit
 from simacc.commands.progress import Progress
-from simacc.harness import session
+from simacc.harness import catalogue, session
 from simacc.harness import settings as opts
 
 OPTIONS = ("contract", "level", "device", "profile", "max_examples", "seed", "timeout", "fixed_token_id", "xfails",
@@ -32,7 +35,13 @@ EXIT_CODES = f"""exit codes:
        collect the properties
   {Exit.NOTHING_CHECKED:d}    nothing checked: no property ran the implementation (all skipped or not
        applicable, e.g. --device cuda without CUDA), or --property matched none
-  {Exit.INTERRUPTED:d}  interrupted (Ctrl-C)"""
+       (--list: no property applies)
+  {Exit.INTERRUPTED:d}  interrupted (Ctrl-C); the verdict so far is printed
+
+output: the header, a progress line on a terminal (a line per property on a log), the
+failures with their details, what did not run grouped by reason, and one summary line.
+-v adds the whole table (and a progress line per test on a log); -q prints only the
+failures and the summary. Colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on."""
 
 
 class UsageError(Exception):
@@ -60,30 +69,44 @@ def register(subparsers):
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL", type=opts.argtype(str),
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL)")
     opts.add_arguments(p, OPTIONS)
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure (the rest: not run)")
+    p.add_argument("--list", action="store_true", help="list the properties that apply to IMPL, each with its "
+                   "claim, and run none (-v: their tests, and what does not apply and why)")
     p.add_argument("-n", dest="workers", type=opts.argtype(opts.workers), default="auto", metavar="WORKERS",
                    help="pytest-xdist worker processes (default auto); 0 runs the properties in one process: "
                    "quicker to start, but a crash (or a call stuck in C code) ends the whole check")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
     p.add_argument("--junitxml", type=Path, metavar="PATH", help="also write the verdict as JUnit XML")
-    p.add_argument("-q", "--quiet", action="store_true", help="no header or progress, only the verdict")
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="store_true", help="the whole table, and on a log a progress line "
+                      "per test")
+    loud.add_argument("-q", "--quiet", action="store_true", help="no header or progress: the failures and the "
+                      "summary line only")
     p.set_defaults(run=run, end_process=True)
+
+
+HINT = "try 'simacc check --help'"
 
 
 def run(args):
     """``simacc check``: the verdict on stdout, its exit code returned."""
     args.simacc_impl = args.impl
+    verbosity = 1 if args.verbose else -1 if args.quiet else 0
     try:
         for path in (args.json, args.junitxml):
             if path is not None and not path.resolve().parent.is_dir():
                 raise UsageError(f"{path}: no such folder {path.parent}")
-        result = run_check(opts.given(args), workers=args.workers, quiet=args.quiet)
+        if args.list:
+            return list_properties(opts.given(args), verbosity)
+        result = run_check(opts.given(args), workers=args.workers, quiet=args.quiet, verbose=args.verbose,
+                           exitfirst=args.exitfirst)
     except (UsageError, opts.SettingsError) as e:
-        print(f"simacc check: error: {e}", file=sys.stderr)
+        print(f"simacc check: error: {e}; {HINT}", file=sys.stderr)
         return Exit.USAGE
     except CheckError as e:
         print(f"simacc check: error: {e}" + (f"\n{e.detail}" if e.detail else ""), file=sys.stderr)
         return Exit.USAGE
-    print(verdict.render(result))
+    print(("" if args.quiet else "\n") + verdict.render(result, verbosity, terminal.colours(sys.stdout)), flush=True)
     try:
         if args.json is not None:
             write_atomically(args.json, json.dumps(result.to_json(), indent=2) + "\n")
@@ -117,8 +140,9 @@ def write_json(result, path):
     write_atomically(path, json.dumps(result.to_json(), indent=2) + "\n")
 
 
-def header_of(chosen, loaded):
-    """The verdict's header: the settings and what the child said it loaded."""
+def header_of(chosen, loaded, given=None):
+    """The verdict's header: the settings and what the child said it loaded (and, with the
+    options ``given``, where the fixed id came from)."""
     return {
         "impl": chosen.impl,
         "file": loaded.get("source", ""),
@@ -127,6 +151,7 @@ def header_of(chosen, loaded):
         "contract_from": loaded.get("contract_from"),
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
+        "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),
         "device": chosen.device,
         "devices": list(chosen.devices),
         "cuda_available": loaded.get("cuda_available"),
@@ -153,7 +178,7 @@ def format_header(header):
         f"  file:      {header['file'] or '(none)'}",
         f"  version:   {header['version'] or '(none)'}",
         f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}; "
-        f"fixed token id {header['fixed_token_id']}",
+        f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})",
         f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
         f"  profile:   simacc-{header['profile']}, {examples} examples per property, seed {seed}",
         f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
@@ -163,16 +188,13 @@ def format_header(header):
     return "\n".join(lines)
 
 
-def run_check(given, *, workers="auto", quiet=False):
+def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=False):
     """Check the implementation ``given`` names (``{option: value}``, as :func:`opts.given`
     reads them) and return the :class:`~simacc.commands.verdict.Verdict`. Prints the header
-    (stdout) and the progress (stderr) unless ``quiet``. Raises :class:`UsageError` and
-    :class:`CheckError`."""
-    chosen = opts.resolve(given)
-    if chosen.impl is None or chosen.references:
-        raise UsageError("no implementation selected: give IMPL ('package.module:attribute' or "
-                         "'path/to/file.py:attribute') or set SIMACC_IMPL")
-    progress = Progress(sys.stderr, quiet)
+    (stdout) and the progress (stderr) unless ``quiet``; ``exitfirst`` stops at the first
+    failure. Raises :class:`UsageError` and :class:`CheckError`."""
+    chosen = _chosen(given)
+    progress = Progress(sys.stderr, quiet, verbose)
     loaded = {}
 
     def on_event(event):
@@ -180,9 +202,9 @@ def run_check(given, *, workers="auto", quiet=False):
         if kind == "implementation" and not loaded:
             loaded.update(event)
             if not quiet:
-                print(format_header(header_of(chosen, loaded)), flush=True)
+                print(format_header(header_of(chosen, loaded, given)), flush=True)
         elif kind == "collected":
-            progress.collected(len(event["nodeids"]))
+            progress.collected(event["nodeids"])
         elif kind == "started":
             progress.started(event["nodeid"])
         elif kind == "result":
@@ -190,15 +212,26 @@ def run_check(given, *, workers="auto", quiet=False):
         elif kind == "warning":
             progress.warn(event["message"])
 
+    start = time.monotonic()
     try:
-        heard = session.run(chosen, workers, on_event)
+        heard = session.run(chosen, workers, on_event, extra=("-x",) if exitfirst else ())
     finally:
         progress.close()
-    return _verdict(chosen, heard, loaded)
+    result = _verdict(chosen, heard, loaded, given, exitfirst)
+    result.seconds = round(time.monotonic() - start, 1)
+    return result
 
 
-def _verdict(chosen, heard, loaded):
-    """The verdict of a finished session, or the exception that says why there is none."""
+def _chosen(given):
+    chosen = opts.resolve(given)
+    if chosen.impl is None or chosen.references:
+        raise UsageError("no implementation selected: give IMPL ('package.module:attribute' or "
+                         "'path/to/file.py:attribute') or set SIMACC_IMPL")
+    return chosen
+
+
+def _usable(chosen, heard, loaded):
+    """Raise the :class:`CheckError` that says why ``heard`` holds no verdict, if it does not."""
     errors = heard.of("impl_error")
     if errors:
         raise CheckError(errors[0]["message"])
@@ -211,19 +244,28 @@ def _verdict(chosen, heard, loaded):
                          "before it said what it loaded", heard.output)
     if not heard.of("collected") and heard.returncode not in (0, 5) and not interrupted:
         raise CheckError(f"pytest exited with code {heard.returncode} before running any property", heard.output)
+
+
+def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
+    """The verdict of a finished session, or the exception that says why there is none."""
+    _usable(chosen, heard, loaded)
+    interrupted = bool(heard.of("interrupted"))
     stopped = "interrupted" if interrupted else "" if heard.finished else (
         f"the pytest process ended early, with exit code {heard.returncode}")
     collected = [n for e in heard.of("collected") for n in e["nodeids"]]
     results = [verdict.result_of(e) for e in heard.of("result")]
     not_applicable = {k: v for e in heard.of("not_applicable") for k, v in e["items"].items()}
-    header = header_of(chosen, loaded)
+    header = header_of(chosen, loaded, given)
     header["pytest_command"] = heard.command
-    result = verdict.build(header, collected, results, not_applicable, stopped, interrupted)
+    result = verdict.build(header, collected, results, not_applicable, stopped, interrupted, exitfirst)
     if stopped and not interrupted:
         result.notes.append(stopped + (f"; its output ended with: {heard.output.splitlines()[-1]}" if heard.output
                                         else ""))
+    unmatched = _unmatched(chosen.properties, [*collected, *not_applicable])
     if chosen.properties and not result.results and not not_applicable:
-        result.reason = f"--property {', '.join(chosen.properties)} matches no property"
+        result.reason = f"--property {', '.join(chosen.properties)} matches no property{_near(chosen.properties)}"
+    else:
+        result.notes += [f"--property {p} matches no property{_near([p])}" for p in unmatched]
     result.notes += list(dict.fromkeys(e["message"] for e in heard.of("warning")))
     for r in result.results:
         if r.status.value == "FAIL":
@@ -231,14 +273,81 @@ def _verdict(chosen, heard, loaded):
     return result
 
 
+def _unmatched(patterns, nodeids):
+    """The ``--property`` patterns that select none of the tests ``nodeids``."""
+    names = [verdict.split_nodeid(n)[1] for n in nodeids]
+    return [p for p in patterns if not any(catalogue.selects(p, name) for name in names)]
+
+
+def _near(patterns):
+    """``; did you mean ...?`` for property ids close to ``patterns`` (empty when none is)."""
+    from simacc import properties
+
+    ids = [prop.id for prop in properties.every_property()]
+    near = [m for p in patterns for m in difflib.get_close_matches(p.partition("[")[0], ids, n=1, cutoff=0.6)]
+    return f"; did you mean {' or '.join(dict.fromkeys(near))}?" if near else ""
+
+
+def list_properties(given, verbosity=0):
+    """``simacc check --list``: the session up to its collection (the implementation loaded,
+    what does not apply deselected), then each property that applies with its claim; exit 0,
+    or 5 when none applies."""
+    chosen = _chosen(given)
+    loaded = {}
+
+    def on_event(event):
+        if event["event"] == "implementation" and not loaded:
+            loaded.update(event)
+            if verbosity >= 0:
+                print(format_header(header_of(chosen, loaded, given)) + "\n", flush=True)
+
+    heard = session.run(chosen, 0, on_event, extra=("--collect-only",))
+    _usable(chosen, heard, loaded)
+    collected = list(dict.fromkeys(n for e in heard.of("collected") for n in e["nodeids"]))
+    not_applicable = {k: v for e in heard.of("not_applicable") for k, v in e["items"].items()}
+    print("\n".join(listing(collected, not_applicable, verbosity)))
+    return Exit.OK if collected else Exit.NOTHING_CHECKED
+
+
+def listing(collected, not_applicable, verbosity=0):
+    """The lines of ``--list``: a property a line with its claim (with ``verbosity`` 1, its
+    tests below it and then what does not apply, grouped by why)."""
+    from simacc import properties
+
+    claims = {prop.id: prop.summary for prop in properties.every_property()}
+    tests = {}
+    for nodeid in collected:
+        tests.setdefault(verdict.split_nodeid(nodeid)[0], []).append(verdict.split_nodeid(nodeid)[1])
+    skipped = {verdict.split_nodeid(n)[0] for n in not_applicable} - set(tests)
+    width = max([0, *map(len, tests)])
+    lines = []
+    for pid, names in tests.items():
+        lines.append(f"{pid:<{width}}  {claims.get(pid, '')}".rstrip())
+        if verbosity > 0:
+            lines += [f"    {name}" for name in names]
+    if verbosity > 0 and not_applicable:
+        reasons = {}
+        for nodeid, why in not_applicable.items():
+            reasons.setdefault(why, set()).add(verdict.split_nodeid(nodeid)[0])
+        lines += ["", "not applicable:"]
+        lines += [f"  {why}: {', '.join(sorted(pids))}" for why, pids in reasons.items()]
+    said = f"{len(tests)} {'property applies' if len(tests) == 1 else 'properties apply'}" if tests \
+        else "no property applies"
+    if skipped:
+        said += f"; {len(skipped)} {'does' if len(skipped) == 1 else 'do'} not" + (" (-v says why)" if verbosity <= 0
+                                                                                  else "")
+    return [*lines, "", said] if lines else [said]
+
+
 def _replay(result, chosen):
     """The one-line command that replays a failure: the repro file when one was written,
     else a check of that one test with the run's seed (the example database replays it)."""
+    fixed = [] if chosen.fixed_token_id is None else ["--fixed-token-id", str(chosen.fixed_token_id)]
     if result.repro:
-        return f"simacc repro {shlex.quote(result.repro)}"
+        return shlex.join(["simacc", "repro", result.repro, *fixed])
     if not result.nodeid:
         return None
-    command = ["simacc", "check", chosen.impl, "--property", verdict.split_nodeid(result.nodeid)[1], "-n", "0"]
+    command = ["simacc", "check", chosen.impl, "--property", verdict.split_nodeid(result.nodeid)[1], "-n", "0", *fixed]
     if chosen.seed is not None:
         command += ["--seed", str(chosen.seed)]
     return shlex.join(command)

@@ -2,6 +2,10 @@
 adds itself with ``register(subparsers)``; its handler returns the exit code (0 success,
 1 a conformance failure, 2 a usage error; ``simacc check --help`` lists its own).
 
+A usage error is one line, from the subcommand it concerns (an unknown option of ``simacc
+check`` included, which argparse would blame on ``simacc`` itself), followed by
+``try 'simacc check --help'`` instead of a usage block.
+
 A subcommand that sets ``end_process`` ends the process as soon as its output is out,
 when ``simacc`` runs as a program: the interpreter's teardown with torch loaded takes
 about a second on a busy machine, longer than a small check, and it would wait forever
@@ -17,8 +21,15 @@ import simacc
 SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench")  # modules of simacc.commands, in the order --help lists them
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line with a pointer to ``--help``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}; try '{self.prog} --help'\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="simacc",
         description="Property-based conformance checking for simulated acceptance in "
         "speculative decoding (sglang's generate_simulated_accept_index and relatives).",
@@ -27,6 +38,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"simacc.commands.{name}").register(sub)
+    parser.subcommands = sub.choices  # each subcommand's parser, for its own errors
     return parser
 
 
@@ -35,10 +47,14 @@ def main(argv=None):
     own command line (``sys.argv``), which is when an ``end_process`` subcommand may end
     the process instead of returning."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if args.command is None:
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         parser.print_help()
         return 2
+    if unknown:
+        parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     code = args.run(args)
     if argv is None and getattr(args, "end_process", False):
         end_process(code)

@@ -3,6 +3,8 @@ element: what ``simacc repro`` prints under a failure."""
 
 import torch
 
+from simacc.harness.explain import MAX_SHOWN
+
 MAX_LISTED = 20
 
 
@@ -24,7 +26,7 @@ def _tensor_diff(name, expected, produced):
     where = wrong.nonzero().tolist()
     if where:
         lines.append(f"{name}: {len(where)} of {e.numel()} elements differ")
-        if e.numel() <= 16:
+        if e.numel() <= MAX_SHOWN:
             lines.append(f"  expected {e.tolist()}, produced {p.tolist()}")
         for index in where[:MAX_LISTED]:
             at = ", ".join(map(str, index))

@@ -17,6 +17,7 @@ database is used, so a failure found for one mutant is never replayed for the ne
 examples-to-failure counts are honest.
 """
 
+import difflib
 import multiprocessing
 import os
 import statistics
@@ -251,7 +252,11 @@ def run(args):
     if args.only:
         unknown = sorted(set(args.only) - set(zoo_module.ENTRIES))
         if unknown:
-            print(f"simacc mutants: error: no zoo entry named {', '.join(unknown)}", file=sys.stderr)
+            names = sorted(zoo_module.ENTRIES)
+            near = [m for name in unknown for m in difflib.get_close_matches(name, names, n=3, cutoff=0.6)]
+            hint = f"did you mean {' or '.join(dict.fromkeys(near))}? " if near else ""
+            print(f"simacc mutants: error: no zoo entry named {', '.join(map(repr, unknown))}; {hint}"
+                  f"the entries are {', '.join(names)}", file=sys.stderr)
             return 2
         entries = [e for e in entries if e.name in args.only]
     workers = os.cpu_count() if args.workers == "auto" else int(args.workers)

@@ -1,30 +1,36 @@
-"""What stderr shows while ``simacc check`` runs, the way pytest shows it: on a
-terminal one status line rewritten in place (tests done, pass / FAIL / skipped so far, the
-test running), ended by a newline before the table; on a log (CI) one line per finished
-test; with ``-q`` nothing."""
+"""What stderr shows while ``simacc check`` runs, the way pytest shows it: on a terminal one
+status line rewritten in place (tests done, pass / FAIL / skipped so far, the test running),
+ended by a newline before the verdict; on a log (CI) one line per property once all its
+tests (devices, parameters) are done, or one per test with ``-v``; with ``-q`` nothing."""
 
-import os
-import shutil
 from collections import Counter
 
-from simacc.commands import verdict
-from simacc.harness.status import Status
+from simacc.commands import terminal, verdict
+from simacc.harness.status import FAILED, Status
 
 
 class Progress:
-    """The status of one check on ``stream`` (None or ``quiet``: nothing)."""
+    """The status of one check on ``stream`` (None or ``quiet``: nothing); ``verbose``: a
+    log line per test instead of per property."""
 
-    def __init__(self, stream, quiet):
+    def __init__(self, stream, quiet=False, verbose=False):
         self.stream = None if quiet else stream
-        self.live = self.stream is not None and _isatty(self.stream)
-        self.width = _columns(self.stream) - 1 if self.live else 0
+        self.live = self.stream is not None and terminal.isatty(self.stream)
+        self.paint = terminal.painter(self.stream is not None and terminal.colours(self.stream))
+        self.width = terminal.columns(self.stream) - 1 if self.live else 0
+        self.verbose = verbose
         self.total = self.done = 0
         self.counts = Counter()
+        self.tests = Counter()  # tests collected per property
+        self.finished_tests = {}  # property -> its results so far
+        self.properties_done = 0
         self.current = ""
         self._shown = 0  # length of the status line on the terminal now
 
-    def collected(self, total):
-        self.total = max(self.total, total)
+    def collected(self, nodeids):
+        if len(nodeids) >= self.total:  # each xdist worker says it; any one is the whole list
+            self.total = len(nodeids)
+            self.tests = Counter(verdict.split_nodeid(n)[0] for n in nodeids)
 
     def started(self, nodeid):
         self.current = verdict.split_nodeid(nodeid)[1]
@@ -32,15 +38,48 @@ class Progress:
 
     def finished(self, result):
         self.done += 1
-        self.counts[_BUCKETS[result.status]] += 1
+        self.counts[_bucket(result.status)] += 1
         name = verdict.split_nodeid(result.nodeid)[1]
         if self.current == name:
             self.current = ""
         if self.live:
             self._redraw()
+        elif self.stream is not None and self.verbose:
+            examples = "" if result.examples is None else f", {_examples(result.examples)}"
+            self._line(f"[{self.done}/{self.total or '?'}] {name}: {self._status(result.status)} "
+                       f"({result.seconds:.1f} s{examples})")
         elif self.stream is not None:
-            examples = "" if result.examples is None else f", {result.examples} examples"
-            self._line(f"{self._position()} {name}: {result.status.value} ({result.seconds:.1f} s{examples})")
+            self._property_line(result)
+
+    def _property_line(self, result):
+        """A line for the property of ``result`` once its last test is done."""
+        pid = verdict.split_nodeid(result.nodeid)[0]
+        results = self.finished_tests.setdefault(pid, [])
+        results.append(result)
+        if len(results) < self.tests.get(pid, 1):
+            return
+        self.properties_done += 1
+        said = self._summary(results)
+        examples = [r.examples for r in results if r.examples is not None]
+        seconds = sum(r.seconds for r in results)
+        self._line(f"[{self.properties_done}/{len(self.tests) or '?'}] {pid}: {said} ({seconds:.1f} s"
+                   + (f", {_examples(sum(examples))})" if examples else ")"))
+
+    def _summary(self, results):
+        """A property's outcome over its tests: FAIL (how many), else pass (and how many were
+        skipped), else the one status they share."""
+        failed = [r for r in results if r.status in FAILED]
+        if failed:
+            return self._status(failed[0].status) + (f" in {len(failed)} of {len(results)} tests" if len(results) > 1
+                                                      else "")
+        others = Counter(r.status.value for r in results if r.status not in (Status.PASS, Status.XFAIL))
+        if len(others) < len(results):
+            status = Status.PASS if any(r.status == Status.PASS for r in results) else Status.XFAIL
+            return self._status(status) + "".join(f", {n} {s}" for s, n in others.items())
+        return ", ".join(f"{n} {s}" for s, n in others.items()) if len(others) > 1 else self._status(results[0].status)
+
+    def _status(self, status):
+        return self.paint(status.value, "red" if status in FAILED else "green" if status == Status.PASS else "yellow")
 
     def warn(self, message):
         if self.stream is not None:
@@ -61,10 +100,15 @@ class Progress:
     def _redraw(self):
         if not self.live:
             return
-        counts = ", ".join(f"{self.counts[b]} {b}" for b in ("pass", "FAIL", "skipped") if self.counts[b])
-        running = f"- {self.current}" if self.current else ""
-        line = " ".join(part for part in (self._position(), counts, running) if part)[: self.width]
-        self.stream.write("\r" + line.ljust(self._shown))
+        counts = [(b, self.counts[b]) for b in ("pass", "FAIL", "skipped") if self.counts[b]]
+        parts = [self._position(), ", ".join(f"{n} {b}" for b, n in counts), f"- {self.current}" if self.current else ""]
+        line = " ".join(p for p in parts if p)
+        if len(line) > self.width:
+            line = shown = line[: self.width]  # cut uncoloured: a cut must not split an escape code
+        else:
+            parts[1] = ", ".join(f"{n} {self.paint(b, _COLOURS[b])}" for b, n in counts)
+            shown = " ".join(p for p in parts if p)
+        self.stream.write("\r" + shown + " " * max(0, self._shown - len(line)))
         self.stream.flush()
         self._shown = len(line)
 
@@ -78,21 +122,15 @@ class Progress:
         self.stream.flush()
 
 
-_BUCKETS = {Status.PASS: "pass", Status.XFAIL: "pass", Status.FAIL: "FAIL", Status.XPASS: "FAIL",
-            Status.SKIPPED: "skipped", Status.NOT_APPLICABLE: "skipped"}  # the live line's three counts
+_COLOURS = {"pass": "green", "FAIL": "red", "skipped": "yellow"}
 
 
-def _isatty(stream):
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
+def _examples(n):
+    return f"{n} example{'' if n == 1 else 's'}"
 
 
-def _columns(stream):
-    """The terminal's width: a status line longer than that would wrap, and ``\\r`` only
-    returns to the start of the last row."""
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, OSError, ValueError):
-        return shutil.get_terminal_size().columns
+def _bucket(status):
+    """The live line's three counts: what passed, what failed, and the rest."""
+    if status in FAILED:
+        return "FAIL"
+    return "pass" if status in (Status.PASS, Status.XFAIL) else "skipped"

@@ -14,6 +14,8 @@ pytest's "nothing ran", never 0.
 
 import argparse
 import dataclasses
+import functools
+import inspect
 import os
 import sys
 
@@ -65,7 +67,7 @@ def register(subparsers):
                         "(default: the recorded one); exit 5 if it is missing here")
     replay.add_argument("--no-fallback", dest="fallback", action="store_false", help="exit 5 (--prune: keep the file) instead of "
                         "replaying on cpu when the recorded device is missing here")
-    opts.add_arguments(replay, ("timeout",))
+    opts.add_arguments(replay, ("timeout", "fixed_token_id"))
     one = p.add_argument_group("promoting (PATH)")
     one.add_argument("--promote", action="store_true", help="also add the case to this project's regression corpus "
                      "(it must pass against the reference)")
@@ -83,12 +85,12 @@ def run(args):
     cleaning = args.prune or args.keep is not None
     problem = _usage_problem(args, cleaning)
     if problem:
-        print(f"simacc repro: {problem}", file=sys.stderr)
+        print(f"simacc repro: error: {problem}; try 'simacc repro --help'", file=sys.stderr)
         return Exit.USAGE
     try:
-        args.settings = opts.resolve(opts.given(args, ("timeout", "corpus", "repro_dir")))
+        args.settings = opts.resolve(opts.given(args, ("timeout", "fixed_token_id", "corpus", "repro_dir")))
     except opts.SettingsError as e:
-        print(f"simacc repro: {e}", file=sys.stderr)
+        print(f"simacc repro: error: {e}; try 'simacc repro --help'", file=sys.stderr)
         return Exit.USAGE
     return _clean(args) if cleaning else _replay_file(args)
 
@@ -100,7 +102,7 @@ def _usage_problem(args, cleaning):
     if cleaning and args.promote:
         return "--promote goes with a repro file PATH"
     if not cleaning and not args.path:
-        return "give a repro file PATH, or --prune/--keep N to clean the repro folder (see --help)"
+        return "give a repro file PATH, or --prune/--keep N to clean the repro folder"
     if not cleaning and (args.simacc_repro_dir or args.remove_unreadable):
         return "--repro-dir and --remove-unreadable go with --prune or --keep"
     return None
@@ -121,7 +123,7 @@ def _plan(record, prop, args):
     from simacc.harness import impl as impls
 
     try:
-        chosen = impls.load(args.impl or record.impl, args.contract, record.level)
+        chosen = impls.load(args.impl or record.impl, args.contract, record.level, args.settings.fixed_token_id)
     except impls.ImplError as e:
         hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
         raise NotReplayed(Exit.USAGE, f"{e}{hint}") from None
@@ -177,23 +179,35 @@ def _replay_file(args):
         return e.code
     if note:
         print(f"note: {note}")
+    from simacc.harness import explain
+
     timeout = args.settings.timeout
-    print(f"property  {prop.id} ({prop.module})")
-    print(f"case      {record.case.summary()}")
-    print(f"impl      {chosen.spec} (contract {chosen.contract}) on {device}"
+    print(f"property  {prop.id} ({prop.module}): {prop.summary}")
+    print(f"impl      {chosen.spec} (contract {chosen.contract}, fixed token id {chosen.fixed_token_id}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})"))
+    print(f"case={explain.case_text(record.case)}")  # the case once, with its values; the messages below omit it
     with Runner(chosen, device, timeout) as runner:
         error = prop.replay(runner, record.case)
         if error is None:
             print(f"pass: {prop.id} holds for this case")
         else:
-            print(f"FAIL: {type(error).__name__}: {error}".splitlines()[0])
+            print(f"FAIL: {_claim(error)}")
             if not isinstance(error, ImplementationHung):  # calling it again would hang again
                 _show_differences(runner, record.case)
     code = Exit.OK if error is None else Exit.FAILED
     if args.promote:
         return promote(record, prop, args.settings.corpus, timeout) or code
     return code
+
+
+def _claim(error):
+    """What a failure says in its first line (the case is printed once above, the values in the
+    diff below), the exception type only where it is not a property's own assertion."""
+    from simacc.harness.runner import ImplementationFailed, ImplementationHung
+
+    text = (str(error).strip().splitlines() or [""])[0]  # the values and the case follow as the diff and above
+    own = type(error) in (AssertionError, ImplementationFailed, ImplementationHung)
+    return text if own and text else f"{type(error).__name__}: {text}".rstrip(": ")
 
 
 def _show_differences(runner, case):
@@ -203,7 +217,7 @@ def _show_differences(runner, case):
     if runner.impl.level != "exact":
         print("(checked at the semantic level: the reference would draw another L, so no element-by-element diff)")
         return
-    reference = impls.reference(runner.impl.contract)
+    reference = _writing(impls.reference(runner.impl.contract), runner.impl.fixed_token_id)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
     with Runner(reference, runner.device, runner.timeout) as by_reference:
         expected = by_reference.attempt(case)
@@ -212,6 +226,15 @@ def _show_differences(runner, case):
 
     for line in differences(expected, produced):
         print(f"  {line}")
+
+
+def _writing(reference, fixed_token_id):
+    """``reference`` writing ``fixed_token_id`` in fixed mode, where its signature takes one
+    (eagle, DFLASH); the others write the default, ``SGLANG_SIMULATE_ACC_TOKEN_ID``'s."""
+    if fixed_token_id == reference.fixed_token_id or "fixed_token_id" not in inspect.signature(reference.fn).parameters:
+        return reference
+    return dataclasses.replace(reference, fn=functools.partial(reference.fn, fixed_token_id=fixed_token_id),
+                               fixed_token_id=fixed_token_id)
 
 
 def _clean(args):

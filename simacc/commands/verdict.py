@@ -1,6 +1,7 @@
 """The verdict of ``simacc check``: one row per property from the session's result events
-(:mod:`simacc.harness.stream`), printed as a table and written as JSON (schema
-``simacc.check/1``) or JUnit XML.
+(:mod:`simacc.harness.stream`), printed the way pytest prints a session (the failures with
+their details, what did not run grouped by reason, one summary line; ``-v`` the whole table
+too) and written as JSON (schema ``simacc.check/1``) or JUnit XML.
 
 A property runs once per device (and per parameter, for the statistical ones); its tests are
 shown as one row when they agree and as ``id[parameters]`` rows when they do not or when they
@@ -19,12 +20,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
+from simacc.commands import terminal
 from simacc.commands.exits import Exit
 from simacc.harness.status import CHECKED, FAILED, Status
 
 SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
 _HYPOTHESIS_NOTES = re.compile(r"\n(Falsifying example|Failing test case|Explanation|You can reproduce|Trying example)\b.*", re.S)
+# A property's own failures explain themselves; their exception type is noise.
+_FAILURE_TYPES = re.compile(r"^(AssertionError|simacc\.harness\.runner\.Implementation(Failed|Hung)): ")
+MAX_NAMED = 3  # properties a grouped line names before "and N more"
+EXITFIRST = "not run: -x stopped the check at the first failure"
 
 
 @dataclass
@@ -62,6 +68,7 @@ class Verdict:
     reason: str = ""
     not_applicable: dict = field(default_factory=dict)
     interrupted: bool = False  # Ctrl-C: the verdict so far
+    seconds: float | None = None  # the check's wall time
 
     @property
     def outcome(self):
@@ -83,6 +90,7 @@ class Verdict:
             "schema": SCHEMA,
             "verdict": self.outcome,
             "exit_code": int(self.exit_code),
+            "seconds": self.seconds,
             "header": self.header,
             "counts": self.counts(),
             "notes": self.notes,
@@ -109,7 +117,7 @@ def result_of(event):
     """The :class:`PropertyResult` of one ``result`` event of the stream."""
     pid, _, module = split_nodeid(event["nodeid"])
     status = Status(event["status"])
-    message = _HYPOTHESIS_NOTES.sub("", event.get("message") or "").strip()
+    message = _FAILURE_TYPES.sub("", _HYPOTHESIS_NOTES.sub("", event.get("message") or "").strip())
     if status == Status.XPASS:
         message = "listed in the xfails file, but passed"
     return PropertyResult(
@@ -142,15 +150,16 @@ def _merge(rows):
     return [dataclasses.replace(r, id=split_nodeid(r.nodeid)[1]) for r in rows]
 
 
-def build(header, collected, results, not_applicable=None, stopped="", interrupted=False):
+def build(header, collected, results, not_applicable=None, stopped="", interrupted=False, exitfirst=False):
     """The :class:`Verdict` from the collected node ids and the results (:class:`PropertyResult`).
 
     A collected test without a result is a failure: ``stopped`` (why the session ended
-    early) kept it from running; after a Ctrl-C (``interrupted``) it is only not run.
+    early) kept it from running; after a Ctrl-C (``interrupted``), or a first failure under
+    ``-x`` (``exitfirst``), it is only not run.
     """
     by_node = {r.nodeid: r for r in results}
     ids = dict.fromkeys([*collected, *by_node])
-    rows = [by_node.get(nodeid) or _unfinished(nodeid, stopped, interrupted) for nodeid in ids]
+    rows = [by_node.get(nodeid) or _unfinished(nodeid, stopped, interrupted, exitfirst) for nodeid in ids]
     na = dict(not_applicable or {})
     why = _why_nothing(rows, na)
     notes, rows = _fold_skipped_devices(rows, header.get("devices"))
@@ -167,9 +176,12 @@ def build(header, collected, results, not_applicable=None, stopped="", interrupt
     return Verdict(header, merged, code, notes, why if code == Exit.NOTHING_CHECKED else "", na, interrupted)
 
 
-def _unfinished(nodeid, stopped, interrupted):
-    """The result of a test that never reported one: a failure, or not run after a Ctrl-C."""
+def _unfinished(nodeid, stopped, interrupted, exitfirst=False):
+    """The result of a test that never reported one: a failure, or not run after a Ctrl-C or
+    a first failure under ``-x``."""
     pid, _, module = split_nodeid(nodeid)
+    if exitfirst and not stopped:
+        return PropertyResult(pid, Status.SKIPPED, None, 0.0, EXITFIRST, nodeid=nodeid, module=module)
     status = Status.SKIPPED if interrupted else Status.FAIL
     return PropertyResult(pid, status, None, 0.0, f"not run: {stopped or 'the run ended before it'}",
                           nodeid=nodeid, module=module)
@@ -204,42 +216,94 @@ def _why_nothing(results, not_applicable):
     reason, count = reasons.most_common(1)[0]
     if count == len(results):
         return f"every property was {reason}"
-    return f"every property was skipped, most of them {reason}"
+    return f"no property ran the implementation; most were {reason}"
 
 
 def _seconds(s):
     return f"{s:.1f} s" if s >= 0.1 or s == 0 else "<0.1 s"
 
 
-def render(verdict):
-    """The table, the failures with their replay commands, and the one-line summary."""
-    rows = verdict.results
+def render(verdict, verbosity=0, colour=False):
+    """The verdict as ``simacc check`` prints it: the failures with their details, then what
+    did not run grouped by reason, the notes and one summary line. ``verbosity`` 1 (``-v``)
+    puts the whole table first (failures at its top) instead of the grouped lines; -1
+    (``-q``) prints the failures and the summary alone. ``colour``: ANSI colours."""
+    paint = terminal.painter(colour)
+    sections = [_table(verdict.results, paint)] if verbosity > 0 else []
+    failed = [r for r in verdict.results if r.status in FAILED]
+    sections += [_failure(r, paint, earlier.message if earlier else "") for earlier, r in zip([None, *failed], failed)]
+    tail = _grouped(verdict.results) if verbosity == 0 else []
+    tail += [f"note: {note}" for note in verdict.notes] if verbosity >= 0 else []
+    sections.append([*tail, _summary(verdict, paint)])
+    return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+_OUTCOME_COLOURS = {"conformant": "green", "not conformant": "red"}
+
+
+def _summary(verdict, paint):
+    counts = ", ".join(f"{n} {status}" for status, n in verdict.counts().items())
+    took = f" in {verdict.seconds:.1f} s" if verdict.seconds is not None else ""
+    if verdict.interrupted:
+        said = f"{counts or 'nothing ran'}{took}"
+    elif verdict.exit_code == Exit.NOTHING_CHECKED:
+        said = verdict.reason
+    else:
+        said = f"{counts}{took}"
+    code = Exit.INTERRUPTED if verdict.interrupted else verdict.exit_code
+    outcome = verdict.outcome.upper()
+    return f"{paint(outcome, _OUTCOME_COLOURS.get(verdict.outcome, 'yellow'))}: {said} (exit {int(code)})"
+
+
+def _table(rows, paint):
+    """One row per property, the failures first, then module order."""
+    if not rows:
+        return []
+    rows = sorted(rows, key=lambda r: r.status not in FAILED)
     width = max([len("property"), *(len(r.id) for r in rows)])
-    lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"] if rows else []
+    lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"]
     for r in rows:
         examples = "-" if r.examples is None else str(r.examples)
-        detail = r.message if r.status == Status.SKIPPED else ""
-        lines.append(f"{r.id:<{width}}  {r.status.value:<16}  {examples:>8}  {_seconds(r.seconds):>7}  {detail}".rstrip())
-    for note in verdict.notes:
-        lines.append(f"note: {note}")
+        status = paint(f"{r.status.value:<16}", _colour(r.status))
+        detail = r.message if r.status not in CHECKED else ""
+        lines.append(f"{r.id:<{width}}  {status}  {examples:>8}  {_seconds(r.seconds):>7}  {detail}".rstrip())
+    return lines
+
+
+def _colour(status):
+    return "red" if status in FAILED else "green" if status in CHECKED else "yellow"
+
+
+def _failure(r, paint, before=""):
+    """A failure's block: its message (the claim, the values, the case: "the same as above"
+    when the failure ``before`` it printed that case), its replay command."""
+    lines = [f"{paint(r.status.value, 'red')} {r.id}"]
+    message, _, case = (r.message or "").partition("\ncase=")
+    lines += [f"  {line}" for line in message.splitlines()]
+    if case:
+        same = "\ncase=" in before and before.partition("\ncase=")[2] == case
+        lines += ["  case=(the same case as above)"] if same else [f"  {line}" for line in f"case={case}".splitlines()]
+    if r.case and "\ncase=" not in r.message and r.case not in r.message:
+        lines.append(f"  case: {r.case}")
+    if r.replay:
+        lines.append(f"  replay: {r.replay}")
+    return lines
+
+
+def _grouped(rows):
+    """One line per status and reason for what neither passed nor failed (skipped, expected
+    failures, any other status), naming the first few properties."""
+    groups = {}
     for r in rows:
-        if r.status not in FAILED:
+        if r.status in FAILED or r.status == Status.PASS:
             continue
-        lines += ["", f"{r.status.value} {r.id}"]
-        lines += [f"  {line}" for line in r.message.splitlines()]
-        if r.case and r.case not in r.message:
-            lines.append(f"  case: {r.case}")
-        if r.replay:
-            lines.append(f"  replay: {r.replay}")
-    counts = ", ".join(f"{n} {status}" for status, n in verdict.counts().items())
-    if verdict.interrupted:
-        summary = f"INTERRUPTED: {counts or 'nothing ran'} (exit {int(Exit.INTERRUPTED)})"
-    elif verdict.exit_code == Exit.NOTHING_CHECKED:
-        summary = f"NOTHING CHECKED: {verdict.reason} (exit {int(verdict.exit_code)})"
-    else:
-        summary = f"{verdict.outcome.upper()}: {counts} (exit {int(verdict.exit_code)})"
-    lines += ["", summary]
-    return "\n".join(lines).lstrip("\n")
+        reason = "" if r.status == Status.XFAIL else (r.message.splitlines() or [""])[0]
+        groups.setdefault((r.status, reason), []).append(r.id)
+    lines = []
+    for (status, reason), ids in groups.items():
+        named = ", ".join(ids[:MAX_NAMED]) + (f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else "")
+        lines.append(f"{status.value} ({len(ids)}): " + (f"{reason} ({named})" if reason else named))
+    return lines
 
 
 def junit(verdict):

@@ -25,7 +25,7 @@ import importlib.util
 import numpy as np
 import torch
 
-INSTALL = "pip install -e '.[jax]'"
+INSTALL = "pip install 'simacc[jax]', or in a checkout pip install -e '.[jax]'"
 RESULTS = ("index", "predict", "lens")
 
 

@@ -8,10 +8,10 @@ its arguments before it draws from the generator or writes a buffer.
 import torch
 
 from simacc.contract import validation as checks
-from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_MODE
 from simacc.contract.sampling import sample_simulated_acc_len
 
-FIXED_TOKEN_ID = 100
+FIXED_TOKEN_ID = DEFAULT_TOKEN_ID  # 100 unless SGLANG_SIMULATE_ACC_TOKEN_ID says otherwise
 
 
 _ROWS = {}  # (width, length, device) -> (keep, base): see _simulated_index
@@ -152,7 +152,8 @@ def simulated_accept(
 
     ``L = num_accept_tokens`` in ``[1, width]`` for ``bs = accept_indices.shape[0]`` rows;
     returns a new ``(bs, width)`` int32 index, writes ``num_correct_drafts`` (``L - 1``) and
-    ``predict_tokens``: every element of the view becomes 100 when ``real_tokens`` is False
+    ``predict_tokens``: every element of the view becomes the fixed id (100 unless
+    ``SGLANG_SIMULATE_ACC_TOKEN_ID`` says otherwise) when ``real_tokens`` is False
     (the token tensors are then not read), else the accepted slots get the drafts and the
     bonus. Every tensor is read and written through its strides. Nothing is drawn.
     """
@@ -194,7 +195,7 @@ def legacy_generate_simulated_accept_index(
     simulate_acc_len,
     simulate_acc_method=DEFAULT_METHOD,
 ):
-    """The behaviour before token modes existed: fixed mode only, token id 100.
+    """The behaviour before token modes existed: fixed mode only, the default fixed id (100).
 
     Upstream allocated the index on ``"cuda"``; this allocates on ``accept_index.device``,
     which gives the same bytes on CUDA and also runs on a CPU.

@@ -1,11 +1,16 @@
 """The comparisons every property goes through.
 
-They hide themselves from tracebacks and write one message shape:
-``{what}={got}, but should be {expected} [{case summary}]``. A whole tensor is compared
-first; elements are walked only on failure, to name the first wrong index.
+They hide themselves from tracebacks and write one message shape (:func:`explain.message
+<simacc.harness.explain.message>`): a first line ``{what}={got}, but should be {expected}``,
+the role of the element that differs when the property names it, and ``[L=.., W=.., bs=..,
+mode ..]``; then, for small tensors, the whole of both; then the case with its values. A
+whole tensor is compared first; elements are walked only on failure, to name the first wrong
+index.
 """
 
 import torch
+
+from simacc.harness import explain
 
 
 def describe(t):
@@ -25,29 +30,33 @@ def first_difference(got, expected):
     return index, got.cpu()[index].item(), expected.cpu()[index].item()
 
 
-def check_equal(what, got, expected, case):
-    """``got`` must equal ``expected`` exactly: type, shape, dtype, device and every byte."""
+def check_equal(what, got, expected, case, length=None, role=None):
+    """``got`` must equal ``expected`` exactly: type, shape, dtype, device and every byte.
+    ``length`` is the ``L`` the property holds the outputs to (see :func:`explain.context
+    <simacc.harness.explain.context>`); ``role(index)`` says what the element at ``index``
+    of ``expected`` is (the bonus, padding...), for the message."""
     __tracebackhide__ = True
     if not isinstance(got, torch.Tensor):
-        raise AssertionError(f"{what}={got!r}, but should be a tensor {describe(expected)}{_where(case)}")
+        raise AssertionError(explain.message(f"{what}={got!r}, but should be a tensor {describe(expected)}", case,
+                                             length))
     for attr in ("shape", "dtype", "device"):
         g, e = getattr(got, attr), getattr(expected, attr)
         if attr == "shape":
             g, e = tuple(g), tuple(e)
         if g != e:
-            raise AssertionError(f"{what}.{attr}={g}, but should be {e}{_where(case)}")
+            raise AssertionError(explain.message(f"{what}.{attr}={g}, but should be {e}", case, length))
     if not torch.equal(got, expected):
         index, g, e = first_difference(got, expected)
-        raise AssertionError(f"{what}[{', '.join(map(str, index))}]={g}, but should be {e}{_where(case)}")
+        said = role(index) if role is not None else None
+        claim = f"{what}[{', '.join(map(str, index))}]={g}, but should be {e}" + (f": {said}" if said else "")
+        detail = ()
+        if expected.numel() <= explain.MAX_SHOWN:
+            detail = (f"got      {got.cpu().tolist()}", f"expected {expected.cpu().tolist()}")
+        raise AssertionError(explain.message(claim, case, length, detail))
 
 
-def _where(case):
-    """`` [case summary]``, built only when a message needs it (it costs a few microseconds)."""
-    return f" [{case.summary()}]" if case is not None else ""
-
-
-def check(condition, what, got, expected, case):
+def check(condition, what, got, expected, case, length=None):
     """A scalar claim: ``condition`` must hold, else ``{what}={got}, but should be {expected}``."""
     __tracebackhide__ = True
     if not condition:
-        raise AssertionError(f"{what}={got}, but should be {expected}{_where(case)}")
+        raise AssertionError(explain.message(f"{what}={got}, but should be {expected}", case, length))

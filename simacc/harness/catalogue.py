@@ -13,6 +13,7 @@ the runner's settings. So simacc's profiles reach simacc's properties and nothin
 nothing about a session is fixed when a property module is imported.
 """
 
+import fnmatch
 import inspect
 import re
 import sys
@@ -40,6 +41,14 @@ class Property:
     contracts_of: object = None
     params: object = None
     test: object = None
+
+    @property
+    def summary(self):
+        """Its claim in one line: its docstring's first line, or its module's."""
+        for doc in (self.body.__doc__, getattr(sys.modules.get(self.module), "__doc__", None)):
+            if doc and doc.strip():
+                return doc.strip().splitlines()[0]
+        return self.id.replace("_", " ")
 
     @property
     def is_hypothesis_test(self):
@@ -192,6 +201,23 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
         return test
 
     return decorate
+
+
+def selects(pattern, name):
+    """Whether a ``--property`` pattern selects the test ``name`` (``id`` or ``id[params]``,
+    the device last): the name or the id itself, ``id[device]`` for every parametrization on
+    that device, or a shell pattern (``*``, ``?``) of the id, the name or the parameters;
+    brackets stay literal (``[cpu]`` is a device, not a set of characters)."""
+    pid, _, params = name.partition("[")
+    params = params.removesuffix("]")
+    if pattern in (name, pid):
+        return True
+    base, bracket, wanted = pattern.partition("[")
+    if not bracket:
+        return fnmatch.fnmatchcase(pid, pattern) or fnmatch.fnmatchcase(name, pattern)
+    wanted = wanted.removesuffix("]")
+    return bool(params) and fnmatch.fnmatchcase(pid, base) and (
+        fnmatch.fnmatchcase(params, wanted) or params.rpartition("-")[2] == wanted)
 
 
 def property_of(function):

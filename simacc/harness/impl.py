@@ -20,7 +20,7 @@ INFERRED, FORWARDED, FORCED = (
     "the default for a **kwargs signature; --contract overrides",
     "forced",
 )
-DEFAULT_FIXED_TOKEN_ID = 100  # sglang's; sglang-jax writes 32
+DEFAULT_FIXED_TOKEN_ID = 100  # CONTRACT.md §5.2 (sglang-jax writes 32); SGLANG_SIMULATE_ACC_TOKEN_ID sets another
 
 
 class ImplError(Exception):
@@ -110,8 +110,28 @@ def _import_file(spec, where):
         loader_spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:
         del sys.modules[name]
-        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}") from e
+        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}{_dotted_hint(e, path, spec)}") from e
     return module, str(path)
+
+
+def _dotted_hint(error, path, spec):
+    """For a file inside a package that imports relatively: the dotted form that works."""
+    if not (isinstance(error, ImportError) and "relative import" in str(error)):
+        return ""
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if len(parts) == 1:
+        return ""
+    dotted = f"{'.'.join(parts)}:{spec.rpartition(':')[2]}"
+    where = "" if folder == Path.cwd().resolve() else f" from {folder}"
+    return f"; {path.name} lies in package {parts[0]!r}: try IMPL {dotted!r}{where}"
+
+
+def _a(noun):
+    """``noun`` with its indefinite article: "an int", "a str"."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _import_module(spec, where):
@@ -143,7 +163,7 @@ def _import_target(spec):
             raise ImplError(f"IMPL {spec!r}: {where} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ImplError(f"IMPL {spec!r}: {attr!r} is a {type(obj).__name__}, not callable")
+        raise ImplError(f"IMPL {spec!r}: {attr!r} is {_a(type(obj).__name__)}, not callable")
     package = None if is_file else sys.modules.get(where.split(".")[0])
     version = getattr(module, "__version__", "") or getattr(package, "__version__", "")
     return obj, source, str(version)
@@ -220,7 +240,8 @@ def forwards_keywords(fn):
 
 def load(spec, contract=None, level="exact", fixed_token_id=None):
     """The :class:`Implementation` named by ``spec``, checked against ``contract`` at
-    ``level``, its fixed mode expected to write ``fixed_token_id`` (None: 100)."""
+    ``level``, its fixed mode expected to write ``fixed_token_id`` (None: the default, 100
+    unless ``SGLANG_SIMULATE_ACC_TOKEN_ID`` says otherwise)."""
     if contract is not None and contract not in contracts.CONTRACTS:
         raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
     if level not in contracts.LEVELS:
@@ -232,8 +253,11 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         raise ImplError(f"IMPL {spec!r}: {e}") from None
     how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
     level = contracts.CONTRACTS[chosen].level or level
-    token = DEFAULT_FIXED_TOKEN_ID if fixed_token_id is None else fixed_token_id
-    return Implementation(spec, fn, chosen, style, source, version, how, level, token)
+    if fixed_token_id is None:  # the default an sglang build reads, as the reference does
+        from simacc.contract import caller
+
+        fixed_token_id = caller.DEFAULT_TOKEN_ID
+    return Implementation(spec, fn, chosen, style, source, version, how, level, fixed_token_id)
 
 
 def reference(contract, level="exact", fixed_token_id=None):

@@ -22,7 +22,6 @@ test but its own. Where simacc's properties are collected:
 """
 
 import dataclasses
-import fnmatch
 import functools
 import importlib
 import importlib.util
@@ -154,8 +153,8 @@ def pytest_generate_tests(metafunc):
     elif not cuda:  # one CPU parameter, which Property.not_applicable then deselects
         params = [_device(selected[0], None)]
     elif len(cuda) == len(selected):
-        params = [_device(d, "it compares this CUDA device with the CPU, and --simacc-device selects no CPU")
-                  for d in cuda]
+        params = [_device(d, "it compares this CUDA device with the CPU, and the devices selected (--device) "
+                          "include no CPU") for d in cuda]
     else:
         params = [_device(d, prop.unavailable(d)) for d in cuda]
     metafunc.parametrize("simacc", params, indirect=True)
@@ -246,10 +245,10 @@ def _params(item):
 
 def _selected(config, ours):
     """The items ``--simacc-property`` selects: ``id``, ``id[device]`` or a shell pattern."""
+    from simacc.harness.catalogue import selects
+
     wanted = session(config).settings.properties
-    return {item for item in ours
-            if any(fnmatch.fnmatchcase(property_id(item), w) or fnmatch.fnmatchcase(_property(item).id, w)
-                   for w in wanted)}
+    return {item for item in ours if any(selects(w, property_id(item)) for w in wanted)}
 
 
 def _mark_xfails(config, items):

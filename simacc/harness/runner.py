@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from simacc.harness import explain
 from simacc.harness.settings import DEFAULT_TIMEOUT
 
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
@@ -145,10 +146,9 @@ class Runner:
         try:
             returned, error = self._call(args), None
         except ImplementationHung:
-            raise ImplementationHung(
-                f"{self.impl.spec} did not return within {self.timeout:g} s on {device} "
-                f"(the per-call time limit) [{case.summary()}]"
-            ) from None
+            raise ImplementationHung(explain.message(
+                f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)",
+                case)) from None
         except KeyboardInterrupt:
             raise  # Ctrl-C stops the run; it is not the implementation's result
         except BaseException as e:  # noqa: BLE001 - reported, never swallowed
@@ -160,9 +160,9 @@ class Runner:
         outcome = self.attempt(case, device)
         if outcome.error is not None:
             e = outcome.error
-            raise ImplementationFailed(
-                f"{self.impl.spec} raised {type(e).__name__}: {e} on {outcome.device} [{case.summary()}]"
-            ) from e
+            said = " ".join(str(e).split())  # one line: the message's first line is its summary
+            raise ImplementationFailed(explain.message(
+                f"{self.impl.spec} raised {type(e).__name__}: {said} on {outcome.device}", case)) from e
         return outcome
 
     def _call(self, args):

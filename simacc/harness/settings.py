@@ -122,6 +122,7 @@ class Option:
     metavar: str = "VALUE"
     repeat: bool = False  # an option given several times (no variable)
     spelling: str = ""  # the flag's name, when not the field's
+    fallback: str = ""  # the implementation's own variable, read when neither the option nor SIMACC_* is set
 
     @property
     def variable(self):
@@ -152,8 +153,8 @@ OPTIONS = {
         Option("seed", _int, "Hypothesis seed, for a reproducible run", "S"),
         Option("timeout", positive_number("seconds"), f"per-call time limit in seconds (default {DEFAULT_TIMEOUT:g})",
                "S"),
-        Option("fixed_token_id", fixed_token_id, "the id fixed mode must write where the contract takes it as an "
-               "argument (functional; default 100, sglang-jax uses 32)", "N"),
+        Option("fixed_token_id", fixed_token_id, "the id fixed mode must write, in every contract (default 100; "
+               "sglang-jax writes 32)", "N", fallback="SGLANG_SIMULATE_ACC_TOKEN_ID"),
         Option("xfails", _path, "file of property ids expected to fail, one a line, '#' comments", "FILE"),
         Option("repro_dir", _path, f"where repro files of failing cases go (default {REPRO_DIR})", "DIR"),
         Option("corpus", _path, f"this project's regression corpus, replayed with simacc's own (default {CORPUS_DIR} "
@@ -176,7 +177,7 @@ class Settings:
     max_examples: int | None = None
     seed: int | None = None
     timeout: float = DEFAULT_TIMEOUT
-    fixed_token_id: int | None = None  # None: the implementation's own default (100)
+    fixed_token_id: int | None = None  # None: nothing set it, so 100
     xfails: Path | None = None
     repro_dir: Path = Path(REPRO_DIR)
     corpus: Path = Path(CORPUS_DIR)
@@ -212,11 +213,12 @@ def resolve(given, environ=None, root=None, home=None):
     values = {}
     for option in OPTIONS.values():
         value = given.get(option.name)
-        if value is None and option.variable and environ.get(option.variable):
-            try:
-                value = option.parse(environ[option.variable])
-            except ValueError as e:
-                raise SettingsError(f"{option.variable}: {e}") from None
+        for variable in (option.variable, option.fallback):
+            if value is None and variable and environ.get(variable):
+                try:
+                    value = option.parse(environ[variable])
+                except ValueError as e:
+                    raise SettingsError(f"{variable}: {e}") from None
         if value is not None:
             values[option.name] = tuple(value) if option.repeat else value
     values.setdefault("profile", "ci" if environ.get("CI") else "default")
@@ -232,6 +234,16 @@ def resolve(given, environ=None, root=None, home=None):
     if settings.xfails is not None:
         read_xfails(settings.xfails)  # unreadable: a usage error now, not later
     return settings
+
+
+def origin(name, given, environ=None):
+    """Where setting ``name``'s value came from, as a header says it: its option, its
+    variable, the implementation's own variable, or ``default``."""
+    environ = os.environ if environ is None else environ
+    option = OPTIONS[name]
+    if given.get(name) is not None:
+        return option.flag()
+    return next((v for v in (option.variable, option.fallback) if v and environ.get(v)), "default")
 
 
 def shown(path, start=None):
@@ -276,7 +288,8 @@ def add_arguments(parser, names, pytest=False):
     add = parser.addoption if pytest else parser.add_argument
     for name in names:
         option = OPTIONS[name]
-        env = f" (env {option.variable})" if option.variable else ""
+        env = f" (env {option.variable}" + (f", then {option.fallback})" if option.fallback else ")") \
+            if option.variable else ""
         add(option.flag(pytest), dest=option.dest, metavar=option.metavar, default=None,
             action="append" if option.repeat else "store", type=argtype(option.parse), help=option.help + env)
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import torch
 
+from simacc.contract.caller import DEFAULT_TOKEN_ID
 from simacc.contract.sampling import sample_simulated_acc_len
 
-FIXED = 100
+FIXED = DEFAULT_TOKEN_ID  # the fixed id, read as an sglang build reads it (100 by default)
 REAL = "real-draft-token"
 
 

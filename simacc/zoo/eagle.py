@@ -222,7 +222,7 @@ def tokens_written_as_int64(accept_index, predict, num_correct_drafts, candidate
 @register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
 def fixed_id_101(accept_index, predict, num_correct_drafts, candidates, target_predict,
                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
-    """Fills predict with 101 in fixed mode instead of 100."""
+    """Fills predict with 101 in fixed mode instead of 100 (one more than the fixed id)."""
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
     out = base.index(accept_index[:, 0], length, width)
@@ -230,7 +230,7 @@ def fixed_id_101(accept_index, predict, num_correct_drafts, candidates, target_p
     if simulate_acc_token_mode == REAL:
         base.write_tokens(predict, out, candidates, target_predict, length)
     else:
-        predict.fill_(101)
+        predict.fill_(base.FIXED + 1)
     return out
 
 

@@ -9,6 +9,7 @@ zoo, :func:`simacc.contract.jaxbridge.jit`). A mutant gets one step wrong, aroun
 JAX is imported when an entry first runs (``requires``).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -278,9 +279,11 @@ def functional_swapped_weights(*, accept_index, predict, candidates, target_pred
 @register("sampling", "functional_multinomial_length_has_the_documented_distribution", requires=JAX)
 def sglang_jax_clamped_mean(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
                             simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id, rng):
-    """sglang-jax's port through the README's glue: its Gaussian is centred on x clamped to [1, W]."""
+    """sglang-jax's port through the glue of docs/jax.md: its Gaussian is centred on x clamped to [1, W]."""
     port = sglang_jax_clamped
-    port.CONFIG = port.Config(simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+    port.SIMULATED_ACCEPTANCE_CONFIG = dataclasses.replace(
+        port.SIMULATED_ACCEPTANCE_CONFIG, enabled=True, acc_len=simulate_acc_len, method=simulate_acc_method,
+        token_mode=simulate_acc_token_mode)
     return port.apply_simulated_acceptance(
         accept_index=accept_index, predict=predict, accept_lens=jnp.zeros(valid_mask.shape, jnp.int32),
         candidates=candidates, target_predict=target_predict, valid_mask=valid_mask,

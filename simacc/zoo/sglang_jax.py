@@ -5,39 +5,48 @@ written for the zoo from the facts CONTRACT.md §10 lists, not from sglang-jax's
                                target_predict, valid_mask, spec_steps, topk, rng)
         -> (index, predict, lens)
 
-The length, method and token mode come from ``CONFIG``, built from ``SIMULATE_ACC_LEN``,
-``SIMULATE_ACC_METHOD`` and ``SIMULATE_ACC_TOKEN_MODE`` when the module is imported
-(simulation is off for a length <= 0: the inputs come back as they are). The fixed token
-is 32; ``lens`` counts the bonus; masked rows get -1, length 0 and no token writes; real
-mode needs ``topk == 1``, ``target_predict`` and ``W`` candidate columns, and a call needs
-``rng``, else ``ValueError``. Only :func:`accept` takes the config and the Gaussian as
-arguments, so that :mod:`simacc.zoo.sglang_jax_clamped` can be the same port with
-sglang-jax's own Gaussian. The config is read on every call, outside the jitted array work,
-so the README's glue can set it per call to adapt either port to simacc's functional
-contract.
+The length, method and token mode come from ``SIMULATED_ACCEPTANCE_CONFIG``, a frozen record
+with four required fields that a private ``_load_config()`` builds from ``SIMULATE_ACC_LEN``,
+``SIMULATE_ACC_METHOD`` and ``SIMULATE_ACC_TOKEN_MODE`` when the module is imported, the shape
+sglang-jax's own config takes (simulation is off for a length <= 0: the inputs come back as
+they are). The fixed token is 32; ``lens`` counts the bonus; masked rows get -1, length 0 and
+no token writes; real mode needs ``topk == 1``, ``target_predict`` and ``W`` candidate
+columns, and a call needs ``rng``, else ``ValueError``. Only :func:`accept` takes the config
+and the Gaussian as arguments, so that :mod:`simacc.zoo.sglang_jax_clamped` can be the same
+port with sglang-jax's own Gaussian. The config is read on every call, outside the jitted
+array work, so the glue of ``docs/jax.md`` can replace it per call to adapt either port to
+simacc's functional contract.
 """
 
 import math
 import os
+from dataclasses import dataclass
 
 from simacc.contract import jaxbridge
-from simacc.contract.caller import SimulationSettings
 from simacc.contract.jaxbridge import jax, jnp
 
 FIXED_TOKEN_ID = 32
 REAL = "real-draft-token"
 
 
-Config = SimulationSettings  # the same three settings (acc_len, method, token_mode), under other names
+@dataclass(frozen=True)
+class SimulatedAcceptanceConfig:
+    """The port's settings, every one required."""
+
+    enabled: bool
+    acc_len: float
+    method: str
+    token_mode: str
 
 
-def config_from_env(environ=os.environ):
-    """The settings as sglang-jax reads them, once, at import (no validation)."""
-    return Config(float(environ.get("SIMULATE_ACC_LEN", "-1")), environ.get("SIMULATE_ACC_METHOD", Config.method),
-                  environ.get("SIMULATE_ACC_TOKEN_MODE", Config.token_mode))
+def _load_config(environ=os.environ):
+    """The settings as sglang-jax reads them, once, at import (no validation): on for a length > 0."""
+    acc_len = float(environ.get("SIMULATE_ACC_LEN", "-1"))
+    return SimulatedAcceptanceConfig(acc_len > 0, acc_len, environ.get("SIMULATE_ACC_METHOD", "match-expected"),
+                                     environ.get("SIMULATE_ACC_TOKEN_MODE", "fixed"))
 
 
-CONFIG = config_from_env()
+SIMULATED_ACCEPTANCE_CONFIG = _load_config()
 
 
 def gaussian_length(rng, x, width):
@@ -47,16 +56,16 @@ def gaussian_length(rng, x, width):
 
 def apply_simulated_acceptance(*, accept_index, predict, accept_lens, candidates, target_predict, valid_mask,
                                spec_steps, topk, rng):
-    """Simulated acceptance with this module's ``CONFIG``: ``(index, predict, lens)``."""
-    return accept(CONFIG, gaussian_length, accept_index=accept_index, predict=predict, accept_lens=accept_lens,
-                  candidates=candidates, target_predict=target_predict, valid_mask=valid_mask,
-                  spec_steps=spec_steps, topk=topk, rng=rng)
+    """Simulated acceptance with this module's ``SIMULATED_ACCEPTANCE_CONFIG``: ``(index, predict, lens)``."""
+    return accept(SIMULATED_ACCEPTANCE_CONFIG, gaussian_length, accept_index=accept_index, predict=predict,
+                  accept_lens=accept_lens, candidates=candidates, target_predict=target_predict,
+                  valid_mask=valid_mask, spec_steps=spec_steps, topk=topk, rng=rng)
 
 
 def accept(config, gaussian, *, accept_index, predict, accept_lens, candidates, target_predict, valid_mask,
            spec_steps, topk, rng):
     """The port's body under ``config``, drawing multinomial lengths with ``gaussian``."""
-    if not config.acc_len > 0:
+    if not config.enabled:
         return accept_index, predict, accept_lens
     width = spec_steps + 1
     real = config.token_mode == REAL
@@ -80,7 +89,7 @@ def accept(config, gaussian, *, accept_index, predict, accept_lens, candidates, 
 @jaxbridge.jit(static_argnames="real")
 def _arrays(accept_index, predict, candidates, target_predict, valid_mask, length, *, real):
     """The port's array work, jitted: it gets ``L`` and the mode as arguments, so nothing
-    read from ``CONFIG`` is frozen into the compiled function."""
+    read from the config is frozen into the compiled function."""
     width = accept_index.shape[1]
     taken = (jnp.arange(width) < length)[None, :] & valid_mask[:, None]
     index = jnp.where(taken, accept_index[:, :1] + jnp.arange(width), -1).astype(jnp.int32)
