@@ -190,9 +190,23 @@ def test_a_github_artifact_is_replayed_read_only_from_its_cache(tmp_path):
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert sorted(p.name for p in (fresh / ".simacc/failures").glob("*.json")) == \
         sorted(p.name for p in (tmp_path / ".simacc/failures").glob("*.json"))  # the same failure, the same case
-    without = simacc("check", SPEC, "--property", KILLER, "--device", "cpu", "-n", "0", "--max-examples", "1",
-                     cwd=fresh)
-    assert without.returncode == 0, without.stdout  # one example of its own does not find it
+    with Runner(impls.load(SPEC), "cpu", hypothesis=profiles.for_session("ci", max_examples=1)) as alone:
+        properties.find(KILLER).run(alone)  # passes: one example of its own does not find it
+    # simacc repro replays the database alone: the stored failure, and nothing generated for the rest
+    only = simacc("repro", "--database", "github:org/project@nightly", "--impl", SPEC, "--device", "cpu", cwd=fresh)
+    assert only.returncode == 1, only.stdout + only.stderr
+    assert f"FAIL {KILLER}" in only.stdout and "the example database holds no example of it" in only.stdout
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--database", "db"], "replaying an example database needs --impl IMPL"),
+    (["case.json", "--database", "db"], "--database replays an example database against --impl, not with"),
+])
+def test_repro_replays_a_database_against_an_implementation_it_is_given(argv, problem, capsys):
+    from simacc.commands import cli
+
+    assert cli.main(["repro", *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"simacc repro: {problem}")
 
 
 # -- against a real Redis server ----------------------------------------------------------------

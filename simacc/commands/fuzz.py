@@ -2,8 +2,8 @@
 every later run, on any machine that shares the example database, replays it first.
 
 **Passes.** A session is passes over the whole catalogue, each one pytest session of the
-properties (:class:`simacc.harness.session.Running`) with its modules in a shuffled order and
-a fresh seed. Each pass gives every property more examples than the last (:data:`SCHEDULE`),
+properties (:class:`simacc.harness.session.Running`) with its modules in a shuffled order.
+Each pass gives every property more examples than the last (:data:`SCHEDULE`),
 so a session reaches every property within its first seconds, and a bug that one property
 finds in its first examples is not left waiting behind another property's thousands. (A
 pass costs a few seconds of start-up, mostly importing torch, whatever its length: hence
@@ -16,10 +16,10 @@ find of one worker is replayed first by the next pass of every other. Their exam
 independent: each pass draws Hypothesis's own random seeds in a process of its own. (With
 ``--seed S`` each worker has a stream of seeds from S instead, and its passes can be run
 again; but Hypothesis keeps no database for a seeded test, so a seeded session replays the
-database and writes its finds to repro files only.) Each pass runs its
-properties in one pytest-xdist worker: a crash, or a call stuck in C code, fails that property
-and the pass goes on. Across machines: the same command on each, with a shared
-``--database`` (docs/fuzzing.md).
+database and writes its finds to repro files only.) Each pass runs its properties in one
+pytest-xdist worker: a crash, or a call stuck in C code, fails that property and the pass
+goes on. Across machines: the same command on each, with a shared ``--database``
+(docs/fuzzing.md).
 
 **Finds.** A failing property writes its repro file (one per distinct failure,
 :func:`simacc.harness.repro_files.file_name`) and its example to the database. A failure
@@ -85,7 +85,7 @@ def register(subparsers):
         help="explore until the time is up, in growing passes over every property, keeping each find",
         description="Run the properties in passes until --minutes have passed (or Ctrl-C): each pass over every "
         f"property, with {', '.join(map(str, SCHEDULE))}, then {SCHEDULE[-1]} examples per property again and "
-        "again, each with a fresh seed, in -n worker processes that share one example database. Every failing "
+        "again, in -n worker processes that share one example database. Every failing "
         "example is written to the database (replayed first by every later run that uses it) and to a repro file.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

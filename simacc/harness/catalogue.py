@@ -80,10 +80,47 @@ class Property:
         Raises what the property raises."""
         runner.examples = None
         if not self.given:
+            from hypothesis import Phase
+
+            if runner.hypothesis is not None and Phase.generate not in runner.hypothesis.phases:
+                import pytest
+
+                pytest.skip("not a Hypothesis test: an example database holds nothing of it")
             self.body(simacc=runner, **params)
             return
         import hypothesis
         from hypothesis.statistics import collector
+
+        counts, outer = [], collector.value
+
+        def note(statistics):
+            counts.append(examples_run(statistics))
+            if outer is not None:
+                outer(statistics)
+
+        tests, generates = self._hypothesis_tests(runner, params)
+        try:
+            with collector.with_value(note):
+                for test in tests:
+                    try:
+                        test(simacc=runner, **params)
+                    except unittest.SkipTest:  # Hypothesis's "no test cases": none stored for this key
+                        if test is not tests[-1]:
+                            continue
+                        if not generates:
+                            import pytest
+
+                            pytest.skip("the example database holds no example of it")
+                        raise
+        finally:
+            runner.examples = sum(counts) if counts else None
+
+    def _hypothesis_tests(self, runner, params):
+        """``(tests, generates)``: the Hypothesis tests one run is, in order, and whether they
+        generate examples (``replay`` only replays the database). A seeded run is two tests:
+        Hypothesis keeps no database for a seeded test, so the database's examples come first,
+        on their own."""
+        import hypothesis
 
         from simacc.harness import profiles
 
@@ -94,27 +131,12 @@ class Property:
             test = under(hypothesis.given(**strategies)(self._keyed(runner, params)))
             return test if seed is None else hypothesis.seed(seed)(test)
 
-        tests = [built(chosen, runner.seed)]
-        if runner.seed is not None and chosen.database is not None:
-            # Hypothesis keeps no database for a seeded test: its examples first, on their own
+        generates = hypothesis.Phase.generate in chosen.phases
+        seed = runner.seed if generates else None  # a seed picks generated examples, nothing else
+        tests = [built(chosen, seed)]
+        if seed is not None and chosen.database is not None:
             tests.insert(0, built(hypothesis.settings(chosen, phases=profiles.REPLAY)))
-        counts, outer = [], collector.value
-
-        def note(statistics):
-            counts.append(examples_run(statistics))
-            if outer is not None:
-                outer(statistics)
-
-        try:
-            with collector.with_value(note):
-                for test in tests:
-                    try:
-                        test(simacc=runner, **params)
-                    except unittest.SkipTest:  # Hypothesis's "no test cases": none stored for this key
-                        if test is tests[-1]:
-                            raise
-        finally:
-            runner.examples = sum(counts) if counts else None
+        return tests, generates
 
     def example_key(self, runner, params):
         """What, besides the body's source, keys this run's examples in the database (bytes):

@@ -10,6 +10,8 @@ settings. Each property builds its Hypothesis test with :func:`for_session` when
 * ``ci``: derandomized (the same examples every run, so CI is never flaky), no database,
   ``print_blob`` on so a CI log carries a reproduction blob.
 * ``thorough``: ``simacc fuzz``; random, many examples, the local database.
+* ``replay``: the example database's examples and nothing else (``simacc repro --database``):
+  a property the database holds nothing of is skipped, saying so.
 
 No deadline anywhere: the first call of a torch op, or of a CUDA kernel, is slow for
 reasons that are not the implementation's fault. Every value that matters is stated, so a
@@ -41,8 +43,8 @@ from hypothesis.errors import HypothesisWarning
 
 from simacc.harness import settings as opts
 
-EXAMPLES = {"default": 50, "ci": 200, "thorough": 2000}
-LOCAL = {"default": True, "ci": False, "thorough": True}  # whether the local example database is used
+EXAMPLES = {"default": 50, "ci": 200, "thorough": 2000, "replay": 1}
+LOCAL = {"default": True, "ci": False, "thorough": True, "replay": True}  # whether the local example database is used
 DATABASE = ".hypothesis/examples"  # under the folder the session started in, like Hypothesis's own
 ARTIFACTS = ".hypothesis/github-artifacts"  # where GitHub artifacts are cached, one folder per artifact
 GITHUB_TIMEOUT_S = 30
@@ -62,6 +64,7 @@ for _name, _examples in EXAMPLES.items():
         max_examples=_examples,
         derandomize=_name == "ci",
         database=None,
+        **({"phases": REPLAY} if _name == "replay" else {}),
         **_COMMON,
     )
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from simacc.harness import contracts, devices
 
-PROFILES = ("default", "ci", "thorough")  # simacc's own Hypothesis profiles: simacc-default, ...
+PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
 DEFAULT_TIMEOUT = 30.0
 REPRO_DIR = ".simacc/failures"
 CORPUS_DIR = "simacc-regressions"  # a project's own regression cases, in its rootdir
