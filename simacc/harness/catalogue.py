@@ -88,7 +88,6 @@ class Property:
                 pytest.skip("not a Hypothesis test: an example database holds nothing of it")
             self.body(simacc=runner, **params)
             return
-        import hypothesis
         from hypothesis.statistics import collector
 
         counts, outer = [], collector.value
