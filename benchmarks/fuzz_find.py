@@ -170,7 +170,7 @@ def main(argv=None):
     f.add_argument("--trials", type=int, default=5)
     f.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     f.add_argument("--minutes", type=float, default=3)
-    f.add_argument("--rarer", action="store_true", help="the mutant that needs a case in about 12,000")
+    f.add_argument("--rarer", action="store_true", help="the mutant that needs a case in about 10,000")
     r = sub.add_parser("replay", help="replay time of a database of N failing examples")
     r.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")

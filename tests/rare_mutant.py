@@ -28,7 +28,7 @@ def miscounts_a_rare_batch(accept_index, predict, num_correct_drafts, candidates
 def miscounts_a_rarer_batch(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
                             simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
     """Counts the bonus in num_correct_drafts for a batch of 23 with spec_steps == 9 (about
-    one case in 12,000; benchmarks/fuzz_find.py)."""
+    one case in 10,000; benchmarks/fuzz_find.py)."""
     out = sa.generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                              bs, spec_steps, simulate_acc_len, simulate_acc_method,
                                              simulate_acc_token_mode)

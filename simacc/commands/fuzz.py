@@ -364,10 +364,10 @@ class Session:
             signal.signal(signal.SIGINT, previous)
 
     def _progress(self):
-        passes = ", ".join(f"{w.passes}" for w in self.workers)
+        passes = "/".join(str(w.passes) for w in self.workers)
         new = sum(f.new for f in self.tally.failures.values())
-        return (f"[{_clock(self.elapsed)} of {_clock(self.seconds)}] pass {passes} · "
-                f"{sum(self.tally.examples.values()):,} examples · {len(self.tally.failures)} failure(s), {new} new")
+        return (f"[{_clock(self.elapsed)} of {_clock(self.seconds)}] pass {passes}, "
+                f"{sum(self.tally.examples.values()):,} examples, {len(self.tally.failures)} failure(s) ({new} new)")
 
     def header(self):
         from simacc.harness import profiles
