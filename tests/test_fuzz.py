@@ -1,8 +1,11 @@
-"""Self-tests of ``simacc fuzz``: it explores until the time is up, reports each
-distinct failure once (a failure found again rewrites its own repro file), and stops
-cleanly on Ctrl-C with what it found. Only the Ctrl-C test starts ``simacc fuzz`` as a process
-of its own (a real signal); the others call it here, and only its rounds are processes."""
+"""Self-tests of ``simacc fuzz``: passes over every property with growing examples, one
+worker process each, a summary that says what ran and each failure with its replay command,
+exit codes as ``simacc check``'s. One test fuzzes for real (a process of its own, stopped by
+a real Ctrl-C); the others replace each pass with a scripted one (:class:`Scripted`), so
+what the session does with a pass's events is shown in milliseconds. The example database
+shared between processes: ``tests/test_database.py``."""
 
+import json
 import os
 import signal
 import subprocess
@@ -12,82 +15,192 @@ import time
 import pytest
 
 from simacc.commands import cli, fuzz
-from simacc.harness import repro_files as reprofile
+from simacc.harness import session
 
-REFERENCE = "simacc:generate_simulated_accept_index"
-BUGGY = '''
-import simacc as sa
-
-def counts_the_bonus(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
-                     spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
-                     simulate_acc_token_mode="fixed"):
-    """Writes L instead of L - 1 into num_correct_drafts."""
-    out = sa.generate_simulated_accept_index(
-        accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
-        simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
-    num_correct_drafts.add_(1)
-    return out
-'''
+MUTANT = "simacc.zoo.eagle:fixed_id_only_at_accepted_slots"  # fixed mode writes only the accepted slots
+MODULE = "simacc/properties/test_fixed.py"
 
 
-def _fuzz(*args, cwd):
+def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops_cleanly_on_ctrl_c(tmp_path):
+    """The bug of a short session that never reached the fixed-mode properties: here the
+    first pass (100 examples per property) finds it, and a Ctrl-C then ends the session with
+    its summary, not a traceback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    return subprocess.Popen([sys.executable, "-m", "simacc", "fuzz", *args], cwd=cwd, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "simacc", "fuzz", MUTANT, "--device", "cpu", "-n", "1",
+                             "--minutes", "5", "--repro-dir", "found"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def test_fuzz_writes_a_repro_file_for_a_planted_bug_and_keeps_it_on_ctrl_c(tmp_path):
-    (tmp_path / "buggy.py").write_text(BUGGY)
-    proc = _fuzz(f"{tmp_path / 'buggy.py'}:counts_the_bonus", "--minutes", "5", "--device", "cpu",
-                 "-k", "num_correct_drafts_is_length_minus_one", "--repro-dir", "found", cwd=tmp_path)
-    deadline = time.monotonic() + 90
-    while not list((tmp_path / "found").glob("*.json")) and time.monotonic() < deadline:
+    start, deadline = time.monotonic(), time.monotonic() + 120
+    while not list((tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json")) \
+            and time.monotonic() < deadline:
         time.sleep(0.2)
+    found_after = time.monotonic() - start
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1, out
-    assert "interrupted after" in out and f"new failure: found{os.sep}num_correct_drafts_is_length_minus_one-cpu-" in out
-    assert "simacc/commands/fuzz.py" not in out  # no traceback of our own
-    (found,) = (tmp_path / "found").glob("*.json")
-    assert reprofile.load(found).property == "num_correct_drafts_is_length_minus_one"
-    assert f"replay one with: simacc repro found{os.sep}{found.name}" in out
+    assert proc.returncode == 130, out
+    assert found_after < 60, out
+    assert "interrupted after" in out and "INTERRUPTED: " in out and "(exit 130)" in out
+    assert "  database:  .hypothesis/examples (profile thorough's)" in out
+    (repro,) = (tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json")
+    assert f"  fixed_mode_fills_predict_with_the_fixed_id[cpu]: simacc repro found{os.sep}{repro.name}" in out
+    assert "KeyboardInterrupt" not in out and "Traceback" not in out and "!!!" not in out, out
+
+
+# -- scripted passes -----------------------------------------------------------------------------
+
+
+def implementation():
+    return {"event": "implementation", "spec": MUTANT, "contract": "eagle", "contract_from": "inferred",
+            "level": "exact", "source": "eagle.py", "version": "", "fixed_token_id": 100}
+
+
+def result(name, status="pass", examples=100, repro=None, message="", unfinished=False):
+    return {"event": "result", "nodeid": f"{MODULE}::test_{name}[cpu]", "property": name, "device": "cpu",
+            "status": status, "message": message, "examples": examples, "seconds": 0.1, "repro": repro,
+            "unfinished": unfinished}
+
+
+FINISHED = {"event": "finished", "exitstatus": 0}
+FOREVER = "forever"  # a pass that runs until it is interrupted
+
+
+class Scripted:
+    """Stands in for :class:`simacc.harness.session.Running`: pass ``k`` says the events of
+    ``scripts[k]`` (the last one again after that) and ends, or runs until interrupted when
+    its events end with :data:`FOREVER`; an interrupted pass says ``on_interrupt``."""
+
+    def __init__(self, scripts, on_interrupt=(FINISHED,)):
+        self.scripts, self.on_interrupt = scripts, list(on_interrupt)
+        self.started, self.interrupted = [], 0
+
+    def __call__(self, chosen, workers, targets=()):
+        script = self.scripts[min(len(self.started), len(self.scripts) - 1)]
+        self.started.append(chosen)
+        return _Pass(self, [e for e in script if e != FOREVER], FOREVER in script)
+
+
+class _Pass:
+    def __init__(self, owner, events, forever):
+        self.owner, self.pending, self.events, self.forever = owner, list(events), [], forever
+
+    def hear(self):
+        new, self.pending = self.pending, []
+        self.events += new
+        return new
+
+    @property
+    def done(self):
+        return not self.forever and not self.pending
+
+    def interrupt(self):
+        if self.forever:
+            self.owner.interrupted += 1
+            self.pending += self.owner.on_interrupt
+            self.forever = False
+
+    def stop(self, grace):
+        self.interrupt()
+
+    def close(self):
+        self.hear()
+        return session.Heard(self.events, 0, "", "python -m pytest ...")
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch):
-    """Run ``simacc fuzz`` in this process from ``tmp_path``, without this session's ``SIMACC_*``."""
+def scripted(tmp_path, monkeypatch):
+    """``scripted(*scripts)``: every pass of this test's sessions is scripted; run from
+    ``tmp_path`` without this session's ``SIMACC_*``."""
     for name in [k for k in os.environ if k.startswith("SIMACC_")]:
         monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # the rounds' Hypothesis database lands there too
-    return tmp_path
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fuzz, "POLL_S", 0.01)
+
+    def install(*scripts, **kwargs):
+        passes = Scripted(scripts, **kwargs)
+        monkeypatch.setattr(session, "Running", passes)
+        return passes
+
+    return install
 
 
-def rounds_that(monkeypatch, code):
-    """Make every round the Python program ``code`` instead of a pytest run (the real round is
-    the Ctrl-C test's): what fuzz does with a round's outcome, without a round's start-up."""
-    monkeypatch.setattr(fuzz, "_round_command", lambda *args: [sys.executable, "-c", code])
-
-
-def test_fuzz_stops_when_the_time_is_up(here, capsys, monkeypatch):
-    rounds_that(monkeypatch, "import time; time.sleep(60)")
-    start = time.monotonic()
-    assert cli.main(["fuzz", REFERENCE, "--minutes", "0.01", "--device", "cpu", "--repro-dir", "found"]) == 0
+def test_each_pass_gives_every_property_more_examples_and_hypothesis_its_own_seeds(scripted, capsys):
+    passes = scripted([implementation(), result("a"), FINISHED], [result("a"), FOREVER])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1"]) == 0
+    assert [chosen.max_examples for chosen in passes.started][:2] == [100, 400] and passes.interrupted == 1
+    assert all(chosen.profile == "thorough" and chosen.seed is None for chosen in passes.started)
     out = capsys.readouterr().out
-    assert out.startswith("round 1: seed") and "time is up after" in out and "0 distinct new failure(s)" in out, out
-    assert time.monotonic() - start < 30  # the running round was stopped at the deadline
+    assert "time is up after" in out and "NO FAILURES FOUND: no failures (exit 0)" in out
 
 
-def test_fuzz_exits_2_when_a_round_cannot_run(here, capsys, monkeypatch):
-    rounds_that(monkeypatch, "raise SystemExit(5)")  # pytest's "no tests collected"
-    assert cli.main(["fuzz", REFERENCE, "--minutes", "1", "--repro-dir", "found"]) == 2
-    out = capsys.readouterr().out
-    assert "pytest exited with code 5" in out and "round 2" not in out, out
+def test_a_seed_gives_each_worker_a_stream_of_seeds_and_the_same_one_again(scripted):
+    runs = []
+    for _ in range(2):
+        passes = scripted([implementation(), result("a"), FINISHED])
+        cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "2", "--seed", "7", "-q"])
+        runs.append([chosen.seed for chosen in passes.started[:4]])
+    assert runs[0] == runs[1] and len(set(runs[0])) == 4
 
 
-def test_fuzz_exits_2_for_a_bad_implementation_before_any_round(capsys):
-    assert cli.main(["fuzz", "no_such_module:fn", "--minutes", "1"]) == 2
+def test_the_schedule_grows_to_its_last_length_and_max_examples_fixes_it():
+    assert [fuzz.examples_in_pass(k) for k in range(1, 7)] == [100, 400, 1600, 6400, 6400, 6400]
+    assert [fuzz.examples_in_pass(k, 30) for k in (1, 5)] == [30, 30]
+
+
+def test_the_summary_counts_examples_per_property_and_lists_each_failure_once_with_its_replay_command(
+        scripted, tmp_path, capsys):
+    found = tmp_path / ".simacc" / "failures"
+    found.mkdir(parents=True)
+    known = found / "b-cpu-000000000000.json"
+    known.write_text("{}")
+    new = found / "c-cpu-111111111111.json"
+    first = [implementation(), result("a", examples=100), result("b", "FAIL", 3, str(known), "b is wrong"),
+             result("c", "FAIL", 5, str(new), "c is wrong"), result("d", examples=None), FINISHED]
+    later = [result("a", examples=400), result("c", "FAIL", 1, str(new), "c is wrong"), FOREVER]
+    scripted(first, later, on_interrupt=[result("a", "FAIL", None, unfinished=True), FINISHED])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1", "--json", "fuzz.json"]) == 1
     out, err = capsys.readouterr()
-    assert "module 'no_such_module' not found" in err and "round" not in out
+    assert "new failure: c[cpu]: simacc repro .simacc/failures/c-cpu-111111111111.json" in err
+    assert "known failure: b[cpu]" in err
+    lines = out.splitlines()
+    assert any(line.split() == ["a", "500", "2", "pass"] for line in lines), out  # the cut-short run not counted
+    assert any(line.split() == ["d", "-", "1", "pass"] for line in lines), out  # not a Hypothesis test
+    assert "new failures (1), each with its replay command:" in out
+    assert f"  c[cpu]: simacc repro .simacc{os.sep}failures{os.sep}c-cpu-111111111111.json" in out
+    assert "failures found again (their repro files were there) (1)" in out
+    assert out.count("simacc repro") == 2
+    assert lines[-1] == "FAILURES FOUND: 2 failure(s), 1 new (exit 1)"
+    report = json.loads((tmp_path / "fuzz.json").read_text())
+    assert report["schema"] == "simacc.fuzz/1" and report["exit_code"] == 1
+    assert report["properties"]["a"] == {"examples": 500, "runs": 2, "status": "pass"}
+    assert [(f["test"], f["new"]) for f in report["failures"]] == [("b[cpu]", False), ("c[cpu]", True)]
+    assert report["passes"] >= 1 and report["passes_cut_short"] == 1
+
+
+def test_exitfirst_stops_the_session_at_the_first_failure(scripted, capsys):
+    scripted([implementation(), result("a", "FAIL", 2, None, "a is wrong"), FOREVER])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "5", "-x", "-n", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "stopped at the first failure after" in out
+    # no repro file: a check of that test, which replays the example database first
+    assert f"  a[cpu]: simacc check {MUTANT} --property 'a[cpu]' -n 0\n" in out
+
+
+def test_nothing_to_fuzz_is_exit_5_with_the_reason(scripted, capsys):
+    scripted([{"event": "collected", "nodeids": []}, FINISHED])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "1", "--property", "nope", "-n", "1"]) == 5
+    assert capsys.readouterr().out.strip() == "NOTHING TO FUZZ: --property nope matches no property (exit 5)"
+
+
+def test_an_implementation_that_does_not_load_is_a_one_line_usage_error(scripted, capsys):
+    scripted([{"event": "impl_error", "message": "IMPL 'nope:f': module 'nope' not found"}, FINISHED])
+    assert cli.main(["fuzz", "nope:f", "--minutes", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert err == "simacc fuzz: error: IMPL 'nope:f': module 'nope' not found\n" and out == ""
+
+
+def test_a_pass_that_ends_before_saying_what_it_loaded_is_a_usage_error(scripted, capsys):
+    scripted([])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "1", "-n", "1"]) == 2
+    assert "the process that imported it ended" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("minutes", ["0", "-1", "soon", "nan"])
@@ -98,17 +211,12 @@ def test_fuzz_wants_a_positive_number_of_minutes(minutes, capsys):
     assert "--minutes" in capsys.readouterr().err
 
 
-def test_fuzz_reports_each_new_repro_file_once_and_earlier_ones_never(tmp_path, capsys):
-    earlier = tmp_path / "p-cpu-aaaaaaaaaaaa.json"  # from before this session
-    earlier.write_text("{}")
-    seen, found = set(tmp_path.glob("*.json")), []
-    new = tmp_path / "p-cpu-bbbbbbbbbbbb.json"
-    new.write_text("{}")
-    (tmp_path / ".p-cpu-cccccccccccc.json.0123abcd.tmp").write_text("{")  # a write in progress
-    fuzz._report_new(tmp_path, seen, found)
-    for path in (earlier, new):
-        path.write_text("{ }")  # both found again: the same files, rewritten
-    fuzz._report_new(tmp_path, seen, found)
-    assert found == [new]
-    assert capsys.readouterr().out == f"new failure: {new}\n"
-    assert sorted(tmp_path.glob("*.json")) == [earlier, new]  # nothing deleted
+def test_fuzz_takes_checks_options_and_defaults_to_a_worker_per_core(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["fuzz", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--property", "--max-examples", "--seed", "--timeout", "--xfails", "--fixed-token-id", "--level",
+                 "--contract", "--database", "--database-readonly", "--json", "-x, --exitfirst"):
+        assert flag in text, flag
+    assert "--profile" not in text  # a fuzz session is the thorough profile
+    assert f"this machine's cores, {fuzz.cores()}" in " ".join(text.split())

@@ -380,7 +380,8 @@ def test_pruning_a_named_folder_that_does_not_exist_exits_2_and_a_missing_defaul
 
 
 @pytest.mark.parametrize("args, problem", [
-    ([], "give a repro file PATH, or --prune/--keep N to clean the repro folder"),
+    ([], "give a repro file PATH, or --prune/--keep N to clean the repro folder, or --database URL --impl IMPL to "
+            "replay an example database"),
     (["case.json", "--prune"], "give a repro file PATH or --prune/--keep, not both"),
     (["--keep", "3", "--promote"], "--promote goes with a repro file PATH"),
     (["case.json", "--repro-dir", "elsewhere"], "--repro-dir and --remove-unreadable go with --prune or --keep"),

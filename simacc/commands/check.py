@@ -26,7 +26,7 @@ from simacc.harness import catalogue, session
 from simacc.harness import settings as opts
 
 OPTIONS = ("contract", "level", "device", "profile", "max_examples", "seed", "timeout", "fixed_token_id", "xfails",
-           "repro_dir", "corpus", "properties")
+           "repro_dir", "corpus", "properties", "database", "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -350,4 +350,6 @@ def _replay(result, chosen):
     command = ["simacc", "check", chosen.impl, "--property", verdict.split_nodeid(result.nodeid)[1], "-n", "0", *fixed]
     if chosen.seed is not None:
         command += ["--seed", str(chosen.seed)]
+    if chosen.database:
+        command += ["--database", chosen.database]
     return shlex.join(command)

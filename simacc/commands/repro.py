@@ -25,6 +25,7 @@ from simacc.harness import contracts, devices
 from simacc.harness import settings as opts
 
 USAGE = """simacc repro PATH [--impl IMPL] [--device DEVICE] [--no-fallback] [--promote] [options]
+       simacc repro --database URL --impl IMPL [--database-readonly] [--device DEVICE] [...]
        simacc repro --prune [--keep N] [--repro-dir DIR] [--remove-unreadable] [--impl IMPL] [--device DEVICE] [...]
        simacc repro --keep N [--repro-dir DIR] [--remove-unreadable]"""
 DESCRIPTION = """\
@@ -37,7 +38,12 @@ unreadable), then a summary; an unreadable file is removed only with --remove-un
 A case replays against the implementation recorded in its file (or --impl), on the
 device recorded (or --device). A case recorded on a CUDA device that is missing here
 replays on cpu, with a note, unless --no-fallback; a --device that is missing is never
-replaced. A CPU/CUDA parity case replays only on a CUDA device."""
+replaced. A CPU/CUDA parity case replays only on a CUDA device.
+
+With --database (or SIMACC_DATABASE) and no PATH: replay the example database's examples
+against --impl, and nothing else (no example is generated; a property the database holds
+nothing of is skipped), and print the verdict as simacc check does, with its exit codes.
+Without --database-readonly, Hypothesis deletes the examples that pass now."""
 EPILOG = """\
 exit codes (PATH):
   0  the case passes
@@ -78,6 +84,8 @@ def register(subparsers):
                         help="first remove all but the newest N files (the most recently found), without replaying them")
     opts.add_arguments(folder, ("repro_dir",))
     folder.add_argument("--remove-unreadable", action="store_true", help="also remove files that are unreadable or invalid")
+    database = p.add_argument_group("replaying an example database (no PATH)")
+    opts.add_arguments(database, ("database", "database_readonly"))
     p.set_defaults(run=run)
 
 
@@ -87,6 +95,8 @@ def run(args):
     if problem:
         print(f"simacc repro: error: {problem}; try 'simacc repro --help'", file=sys.stderr)
         return Exit.USAGE
+    if not cleaning and not args.path:
+        return _replay_database(args)
     try:
         args.settings = opts.resolve(opts.given(args, ("timeout", "fixed_token_id", "corpus", "repro_dir")))
     except opts.SettingsError as e:
@@ -101,8 +111,13 @@ def _usage_problem(args, cleaning):
         return "give a repro file PATH or --prune/--keep, not both"
     if cleaning and args.promote:
         return "--promote goes with a repro file PATH"
-    if not cleaning and not args.path:
-        return "give a repro file PATH, or --prune/--keep N to clean the repro folder"
+    if args.simacc_database and (args.path or cleaning):
+        return "--database replays an example database against --impl, not with a repro file or --prune/--keep"
+    if not cleaning and not args.path and not (args.simacc_database or os.environ.get("SIMACC_DATABASE")):
+        return ("give a repro file PATH, or --prune/--keep N to clean the repro folder, or --database URL "
+                "--impl IMPL to replay an example database")
+    if not cleaning and not args.path and (args.promote or not args.impl):
+        return "replaying an example database needs --impl IMPL (and takes no --promote)"
     if not cleaning and (args.simacc_repro_dir or args.remove_unreadable):
         return "--repro-dir and --remove-unreadable go with --prune or --keep"
     return None
@@ -235,6 +250,24 @@ def _writing(reference, fixed_token_id):
         return reference
     return dataclasses.replace(reference, fn=functools.partial(reference.fn, fixed_token_id=fixed_token_id),
                                fixed_token_id=fixed_token_id)
+
+
+def _replay_database(args):
+    """Check ``--impl`` with the ``replay`` profile: the database's examples, nothing else."""
+    from simacc.commands import check, verdict
+
+    given = {"impl": args.impl, "contract": args.contract, "device": args.device, "profile": "replay",
+             **opts.given(args, ("timeout", "corpus", "database", "database_readonly"))}
+    try:
+        result = check.run_check(given)
+    except (check.UsageError, opts.SettingsError) as e:
+        print(f"simacc repro: error: {e}", file=sys.stderr)
+        return Exit.USAGE
+    except check.CheckError as e:
+        print(f"simacc repro: error: {e}" + (f"\n{e.detail}" if e.detail else ""), file=sys.stderr)
+        return Exit.USAGE
+    print(verdict.render(result))
+    return Exit.INTERRUPTED if result.interrupted else result.exit_code
 
 
 def _clean(args):

@@ -14,9 +14,11 @@ nothing about a session is fixed when a property module is imported.
 """
 
 import fnmatch
+import functools
 import inspect
 import re
 import sys
+import unittest
 from dataclasses import dataclass
 
 from simacc.harness import contracts, devices
@@ -105,17 +107,16 @@ class Property:
 
     def _run(self, runner, params):
         if not self.given:
+            from hypothesis import Phase
+
+            if runner.hypothesis is not None and Phase.generate not in runner.hypothesis.phases:
+                import pytest
+
+                pytest.skip("not a Hypothesis test: an example database holds nothing of it")
             self.body(simacc=runner, **params)
             return
-        import hypothesis
         from hypothesis.statistics import collector
 
-        from simacc.harness import profiles
-
-        test = hypothesis.given(**self.strategies(runner.impl))(self.body)
-        test = (runner.hypothesis or profiles.for_session("default"))(test)
-        if runner.seed is not None:
-            test = hypothesis.seed(runner.seed)(test)
         counts, outer = [], collector.value
 
         def note(statistics):
@@ -123,11 +124,73 @@ class Property:
             if outer is not None:
                 outer(statistics)
 
+        tests, generates = self._hypothesis_tests(runner, params)
         try:
             with collector.with_value(note):
-                test(simacc=runner, **params)
+                for test in tests:
+                    try:
+                        test(simacc=runner, **params)
+                    except unittest.SkipTest:  # Hypothesis's "no test cases": none stored for this key
+                        if test is not tests[-1]:
+                            continue
+                        if not generates:
+                            import pytest
+
+                            pytest.skip("the example database holds no example of it")
+                        raise
         finally:
             runner.examples = sum(counts) if counts else None
+
+    def _hypothesis_tests(self, runner, params):
+        """``(tests, generates)``: the Hypothesis tests one run is, in order, and whether they
+        generate examples (``replay`` only replays the database). A seeded run is two tests:
+        Hypothesis keeps no database for a seeded test, so the database's examples come first,
+        on their own."""
+        import hypothesis
+
+        from simacc.harness import profiles
+
+        chosen = runner.hypothesis or profiles.for_session("default")
+        strategies = self.strategies(runner.impl)
+
+        def built(under, seed=None):
+            test = under(hypothesis.given(**strategies)(self._keyed(runner, params)))
+            return test if seed is None else hypothesis.seed(seed)(test)
+
+        generates = hypothesis.Phase.generate in chosen.phases
+        seed = runner.seed if generates else None  # a seed picks generated examples, nothing else
+        tests = [built(chosen, seed)]
+        if seed is not None and chosen.database is not None:
+            tests.insert(0, built(hypothesis.settings(chosen, phases=profiles.REPLAY)))
+        return tests, generates
+
+    def example_key(self, runner, params):
+        """What, besides the body's source, keys this run's examples in the database (bytes):
+        the property and its parameters, and the implementation under test by name,
+        contract and level on a kind of device. Never a path: a file IMPL is named by its
+        file's name, so runners with different checkouts share one key."""
+        impl = runner.impl
+        where, _, attribute = impl.spec.rpartition(":")
+        name = where.replace("\\", "/").rpartition("/")[2] + ":" + attribute
+        kind = str(runner.device).split(":")[0]
+        return repr((self.id, sorted((k, repr(v)) for k, v in params.items()), name, impl.contract, impl.level,
+                     kind)).encode()
+
+    def _keyed(self, runner, params):
+        """The body, for Hypothesis to run, under :meth:`example_key`. Hypothesis keys a test
+        by its function's source (and signature), the same for every implementation and
+        device: a failure on CUDA would then be replayed on the CPU, pass there, and be
+        deleted from a shared database. Hypothesis's pytest plugin keys each parametrization
+        of a test the same way (``_hypothesis_internal_add_digest``, added to the source)."""
+        body = self.body
+
+        @functools.wraps(body)
+        def keyed(**kwargs):
+            __tracebackhide__ = True
+            return body(**kwargs)
+
+        keyed._hypothesis_internal_add_digest = self.example_key(runner, params)
+        return keyed
 
     def replay(self, runner, case):
         """Run the body on ``case``; the exception it raised, or None."""

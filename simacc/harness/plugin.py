@@ -46,7 +46,8 @@ class _Session:
     settings: opts.Settings
     stream: str | None
     impl: object = None  # the Implementation under test, once loaded (None: the references)
-    impl_error: str | None = None  # why it could not be loaded, one line
+    impl_error: str | None = None  # why it cannot be checked (it would not load, no database), one line
+    seed: int | None = None  # the seed its properties run with (profiles.seed_for)
     hypothesis: object = None  # the Hypothesis settings simacc's properties run under
     xfails: dict = dataclasses.field(default_factory=dict)
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
@@ -183,7 +184,14 @@ def _load(config):
     chosen = st.settings
     from simacc.harness import profiles
 
-    st.hypothesis = profiles.for_session(chosen.profile, chosen.max_examples, config.invocation_params.dir)
+    st.seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
+    try:
+        st.hypothesis = profiles.for_session(chosen.profile, chosen.max_examples, config.invocation_params.dir,
+                                             chosen.database, chosen.database_readonly)
+    except profiles.DatabaseError as e:
+        st.impl_error = str(e)
+        stream.emit(st.stream, "impl_error", message=st.impl_error)
+        return
     if chosen.references:
         return
     try:
@@ -308,7 +316,7 @@ def simacc(request):
     if st.impl_error:
         pytest.fail(st.impl_error, pytrace=False)
     with Runner(_implementation(request.node), request.param, st.settings.timeout, st.hypothesis,
-                st.settings.seed) as runner:
+                st.seed) as runner:
         yield runner
 
 
@@ -394,11 +402,16 @@ def pytest_report_header(config):
     else:
         where, version = _locate(chosen.impl)
         under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
-    seed = chosen.seed if chosen.seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
+    from simacc.harness import profiles
+
+    seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
+    seed = seed if seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
     lines = [
         f"simacc: implementation {under_test}",
         f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
         + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
+        "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
+                                                        config.invocation_params.dir),
     ]
     variables = opts.in_effect()
     if variables:
@@ -497,7 +510,7 @@ def _result(nodeid, phases):
     props = {}
     for r in phases:
         props.update(dict(r.user_properties))
-    status, message = props.get("simacc_status"), ""
+    status, message, unfinished = props.get("simacc_status"), "", False
     failed = next((r for r in phases if r.failed), None)
     skipped = next((r for r in phases if r.skipped and isinstance(r.longrepr, tuple)), None)
     if any(r.when == "???" for r in phases):
@@ -505,6 +518,7 @@ def _result(nodeid, phases):
         message = "the worker process died while running it (a segfault, os._exit or a watchdog kill of a hung call)"
     elif status is None:  # never reached its teardown
         status, message = Status.FAIL.value, "the run ended before this test finished"
+        unfinished = True
     elif failed is not None:
         crash = getattr(failed.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else str(failed.longrepr).strip().splitlines()[-1]
@@ -516,4 +530,4 @@ def _result(nodeid, phases):
                 sections=props.get("simacc_sections"), status=status, message=message,
                 examples=props.get("simacc_examples"),
                 seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
-                case=props.get("simacc_case"))
+                case=props.get("simacc_case"), unfinished=unfinished)

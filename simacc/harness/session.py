@@ -14,6 +14,7 @@ cannot change the check; every setting is passed explicitly, its paths absolute.
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,9 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
         value = getattr(chosen, name)
         if value is None or value == ():
             continue
+        if option.switch:
+            args += [option.flag(pytest=True)] if value else []
+            continue
         # --flag=value: a plugin's option is not known when pytest first looks for its ini
         # file, and a value on its own would be taken for a test path
         args += [f"{option.flag(pytest=True)}={one}" for one in (value if option.repeat else [value])]
@@ -96,3 +100,68 @@ def run(chosen, workers, on_event=None, extra=()):
             output.seek(0)
             tail = "\n".join(output.read().rstrip().splitlines()[-30:])
         return Heard(events, child.returncode, tail, shlex.join(["python", "-m", "pytest", *args]))
+
+
+def _hear_ctrl_c():
+    """(in the child, before pytest starts) Take SIGINT as a Ctrl-C even where this process
+    ignores it, as a job started in the background of a shell does: :meth:`Running.interrupt`
+    would otherwise go unheard and the pass be killed, unreported."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Running:
+    """A session started in a child process of its own session (:func:`subprocess.Popen`'s
+    ``start_new_session``), heard as it goes, stopped by the caller: for a command that runs
+    several at once and decides when each ends (``simacc fuzz``). A Ctrl-C at the terminal
+    reaches the caller only, which stops each child exactly once (:meth:`stop`)."""
+
+    def __init__(self, chosen, workers, extra=(), targets=("--pyargs", "simacc.properties")):
+        self._scratch = tempfile.TemporaryDirectory(prefix="simacc-session-")
+        scratch = Path(self._scratch.name)
+        self.args = arguments(chosen, workers, scratch / "events.jsonl", scratch, extra, targets)
+        self.events = []
+        self._reader = stream.Reader(scratch / "events.jsonl")
+        self._output = open(scratch / "output.txt", "w+", encoding="utf-8", errors="replace")
+        self.child = subprocess.Popen([sys.executable, "-m", "pytest", *self.args], stdout=self._output,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                      preexec_fn=_hear_ctrl_c)
+
+    def hear(self):
+        """The events said since the last call (kept in ``events`` too)."""
+        new = self._reader.new_events()
+        self.events += new
+        return new
+
+    @property
+    def done(self):
+        return self.child.poll() is not None
+
+    def interrupt(self):
+        """Interrupt the session as a Ctrl-C would: it reports what finished, then ends."""
+        if not self.done:
+            self._signal(signal.SIGINT)
+
+    def stop(self, grace):
+        """:meth:`interrupt` it, and kill it if it has not ended ``grace`` seconds later."""
+        self.interrupt()
+        try:
+            self.child.wait(grace)
+        except subprocess.TimeoutExpired:
+            self._signal(signal.SIGKILL)
+            self.child.wait()
+
+    def _signal(self, number):
+        try:
+            os.killpg(self.child.pid, number)  # the whole group: the workers of an xdist session too
+        except ProcessLookupError:
+            pass
+
+    def close(self):
+        """Wait for the child to end and return what it said (:class:`Heard`)."""
+        self.child.wait()
+        self.hear()
+        self._output.seek(0)
+        tail = "\n".join(self._output.read().rstrip().splitlines()[-30:])
+        self._output.close()
+        self._scratch.cleanup()
+        return Heard(self.events, self.child.returncode, tail, shlex.join(["python", "-m", "pytest", *self.args]))

@@ -14,12 +14,13 @@ Every parse error is a :class:`SettingsError`: one line naming the option or var
 import argparse
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from simacc.harness import contracts, devices
 
-PROFILES = ("default", "ci", "thorough")  # simacc's own Hypothesis profiles: simacc-default, ...
+PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
 DEFAULT_TIMEOUT = 30.0
 REPRO_DIR = ".simacc/failures"
 CORPUS_DIR = "simacc-regressions"  # a project's own regression cases, in its rootdir
@@ -93,6 +94,42 @@ def _path(text):
     return Path(text)
 
 
+def _switch(text):
+    """A ``SIMACC_*`` variable of an on/off option: 1, true, yes, on or 0, false, no, off."""
+    value = str(text).strip().lower()
+    if value not in _SWITCH:
+        raise ValueError(f"must be one of 1, true, yes, on, 0, false, no, off, got {text!r}")
+    return _SWITCH[value]
+
+
+_SWITCH = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off"), False)}
+REDIS = re.compile(r"rediss?://[^/?#]+(/\d+)?")  # redis://host:port/db, the db a number
+GITHUB = re.compile(r"github:([\w.-]+)/([\w.-]+)(@[\w.-]+)?")  # github:owner/repo[@artifact]
+
+
+def database(text):
+    """A database location: ``redis://host:port/db``, ``github:owner/repo[@artifact]`` or a
+    directory, or several of them separated by commas (one database that writes to all and
+    reads from all). Checked here without contacting anything; a directory stays as written
+    until :func:`resolve` makes it absolute."""
+    parts = [part.strip() for part in str(text).split(",")]
+    if not all(parts):
+        raise ValueError(f"an empty location in {text!r}")
+    for part in parts:
+        if part.startswith(("redis:", "rediss:")) and not REDIS.fullmatch(part):
+            raise ValueError(f"{part!r} is not a Redis URL: expected redis://host:port/db")
+        if part.startswith("github:") and not GITHUB.fullmatch(part):
+            raise ValueError(f"{part!r} is not a GitHub artifact: expected github:owner/repo or "
+                             "github:owner/repo@artifact-name")
+    return ",".join(parts)
+
+
+def database_locations(text, root):
+    """The locations of a :func:`database` value, each directory made absolute from ``root``."""
+    return [part if part.startswith(("redis:", "rediss:", "github:")) else str(Path(root) / part)
+            for part in text.split(",")]
+
+
 def one_device(text):
     """A single device spelling (``cpu``, ``cuda:1``), not ``all`` or a list."""
     return devices.check(text)
@@ -123,6 +160,7 @@ class Option:
     repeat: bool = False  # an option given several times (no variable)
     spelling: str = ""  # the flag's name, when not the field's
     fallback: str = ""  # the implementation's own variable, read when neither the option nor SIMACC_* is set
+    switch: bool = False  # a flag without a value, on when given (its variable: 1/0, true/false, ...)
 
     @property
     def variable(self):
@@ -161,6 +199,11 @@ OPTIONS = {
                "in the rootdir)", "DIR"),
         Option("properties", str, "check only this property: an id, id[device] or a shell pattern (repeatable)", "ID",
                repeat=True, spelling="property"),
+        Option("database", database, "Hypothesis's example database, replayed first and written with every failing "
+               "example: redis://host:port/db, github:owner/repo[@artifact] (read-only), a directory, or several, "
+               "comma-separated (default: the profile's, .hypothesis/examples)", "URL"),
+        Option("database_readonly", _switch, "read the example database, never write to it (a pull-request job "
+               "reading a fuzzing farm's)", switch=True),
     )
 }
 
@@ -182,6 +225,8 @@ class Settings:
     repro_dir: Path = Path(REPRO_DIR)
     corpus: Path = Path(CORPUS_DIR)
     properties: tuple = ()
+    database: str | None = None  # None: the profile's own; directories absolute
+    database_readonly: bool = False
 
     @property
     def devices(self):
@@ -227,6 +272,8 @@ def resolve(given, environ=None, root=None, home=None):
             values[name] = root / values[name]
     values.setdefault("repro_dir", root / REPRO_DIR)
     values.setdefault("corpus", Path(home or root) / CORPUS_DIR)
+    if "database" in values:
+        values["database"] = ",".join(database_locations(values["database"], root))
     forced = contracts.CONTRACTS[values["contract"]].level if "contract" in values else None
     if forced:
         values["level"] = forced
@@ -290,6 +337,10 @@ def add_arguments(parser, names, pytest=False):
         option = OPTIONS[name]
         env = f" (env {option.variable}" + (f", then {option.fallback})" if option.fallback else ")") \
             if option.variable else ""
+        env = f" (env {option.variable})" if option.variable else ""
+        if option.switch:
+            add(option.flag(pytest), dest=option.dest, default=None, action="store_true", help=option.help + env)
+            continue
         add(option.flag(pytest), dest=option.dest, metavar=option.metavar, default=None,
             action="append" if option.repeat else "store", type=argtype(option.parse), help=option.help + env)
 
