@@ -74,6 +74,21 @@ def _functional_cases(fixed_token_id, options):
     return sx.functional_cases(fixed_token_id=fixed_token_id, **dict(options))
 
 
+def cases_for_impl(impl):
+    """Cases of the implementation's own contract, in its token modes (a property every
+    contract shares)."""
+    if impl.contract in ("eagle", "legacy"):
+        return _eagle_cases(impl.modes, ())
+    if impl.contract == "functional":
+        return _functional_cases(impl.fixed_token_id, ())
+    return _layout_cases(impl.contract)
+
+
+@functools.lru_cache(maxsize=None)
+def _layout_cases(contract):
+    return {"dflash": sx.dflash_cases, "kernel": sx.kernel_cases}[contract]()
+
+
 # -- oracles --------------------------------------------------------------------------------
 
 

@@ -79,6 +79,7 @@ class Progress:
 
 
 _BUCKETS = {Status.PASS: "pass", Status.XFAIL: "pass", Status.FAIL: "FAIL", Status.XPASS: "FAIL",
+            Status.HUNG: "FAIL", Status.CRASHED: "FAIL", Status.ERROR: "FAIL", Status.NOT_RUN: "skipped",
             Status.SKIPPED: "skipped", Status.NOT_APPLICABLE: "skipped"}  # the live line's three counts
 
 

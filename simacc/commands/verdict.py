@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
 from simacc.commands.exits import Exit
-from simacc.harness.status import CHECKED, FAILED, Status
+from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status
 
 SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
@@ -62,11 +62,14 @@ class Verdict:
     reason: str = ""
     not_applicable: dict = field(default_factory=dict)
     interrupted: bool = False  # Ctrl-C: the verdict so far
+    incomplete: str = ""  # why the session cannot vouch for its rows (it ended early): never a success
 
     @property
     def outcome(self):
         if self.interrupted:
             return "interrupted"
+        if self.incomplete:
+            return "incomplete"
         return {Exit.OK: "conformant", Exit.FAILED: "not conformant", Exit.NOTHING_CHECKED: "nothing checked"}[
             self.exit_code]
 
@@ -145,8 +148,8 @@ def _merge(rows):
 def build(header, collected, results, not_applicable=None, stopped="", interrupted=False):
     """The :class:`Verdict` from the collected node ids and the results (:class:`PropertyResult`).
 
-    A collected test without a result is a failure: ``stopped`` (why the session ended
-    early) kept it from running; after a Ctrl-C (``interrupted``) it is only not run.
+    A collected test without a result is *not run*, which never passes: ``stopped`` (why the
+    session ended early) kept it from running; after a Ctrl-C (``interrupted``) it is skipped.
     """
     by_node = {r.nodeid: r for r in results}
     ids = dict.fromkeys([*collected, *by_node])
@@ -158,7 +161,7 @@ def build(header, collected, results, not_applicable=None, stopped="", interrupt
     for r in rows:
         grouped.setdefault(r.id, []).append(r)
     merged = [row for group in grouped.values() for row in _merge(group)]
-    if any(r.status in FAILED for r in merged):
+    if any(r.status in FAILED or r.status in INCOMPLETE for r in merged):
         code = Exit.FAILED
     elif not any(r.status in CHECKED for r in merged):
         code = Exit.NOTHING_CHECKED
@@ -168,9 +171,10 @@ def build(header, collected, results, not_applicable=None, stopped="", interrupt
 
 
 def _unfinished(nodeid, stopped, interrupted):
-    """The result of a test that never reported one: a failure, or not run after a Ctrl-C."""
+    """The result of a test that never reported one: not run (a check that never passes),
+    or skipped after a Ctrl-C."""
     pid, _, module = split_nodeid(nodeid)
-    status = Status.SKIPPED if interrupted else Status.FAIL
+    status = Status.SKIPPED if interrupted else Status.NOT_RUN
     return PropertyResult(pid, status, None, 0.0, f"not run: {stopped or 'the run ended before it'}",
                           nodeid=nodeid, module=module)
 
@@ -218,7 +222,7 @@ def render(verdict):
     lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"] if rows else []
     for r in rows:
         examples = "-" if r.examples is None else str(r.examples)
-        detail = r.message if r.status == Status.SKIPPED else ""
+        detail = r.message if r.status in (Status.SKIPPED, Status.NOT_RUN) else ""
         lines.append(f"{r.id:<{width}}  {r.status.value:<16}  {examples:>8}  {_seconds(r.seconds):>7}  {detail}".rstrip())
     for note in verdict.notes:
         lines.append(f"note: {note}")
@@ -234,6 +238,8 @@ def render(verdict):
     counts = ", ".join(f"{n} {status}" for status, n in verdict.counts().items())
     if verdict.interrupted:
         summary = f"INTERRUPTED: {counts or 'nothing ran'} (exit {int(Exit.INTERRUPTED)})"
+    elif verdict.incomplete:
+        summary = f"INCOMPLETE: {verdict.incomplete}; {counts or 'nothing ran'} (exit {int(verdict.exit_code)})"
     elif verdict.exit_code == Exit.NOTHING_CHECKED:
         summary = f"NOTHING CHECKED: {verdict.reason} (exit {int(verdict.exit_code)})"
     else:
