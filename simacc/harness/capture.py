@@ -25,21 +25,23 @@ class Capture:
         self.dropped = 0
         self._fd = None
         self._text = None
+        self._own = None  # copies of descriptors 1 and 2 as the runner's first call found them
         self._saved = None
 
     def start(self):
         if not self.enabled:
             return
         if self._fd is None:
+            try:
+                self._own = (os.dup(1), os.dup(2))  # one runner serves one test: they stay put meanwhile
+            except OSError:  # no descriptor 1 or 2 to stand in for: nothing to capture
+                self.enabled = False
+                return
             self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
             self._fd = self._file.fileno()
             self._text = open(os.dup(self._fd), "w", encoding="utf-8", errors="replace", buffering=1,  # noqa: SIM115
                               closefd=True)
-        try:
-            self._saved = (sys.stdout, sys.stderr, os.dup(1), os.dup(2))
-        except OSError:  # no descriptor 1 or 2 to stand in for: nothing to capture
-            self.enabled = False
-            return
+        self._saved = (sys.stdout, sys.stderr)
         os.dup2(self._fd, 1)
         os.dup2(self._fd, 2)
         sys.stdout = sys.stderr = self._text
@@ -47,17 +49,14 @@ class Capture:
     def stop(self):
         if self._saved is None:
             return
-        out, err, fd1, fd2 = self._saved
+        sys.stdout, sys.stderr = self._saved
         self._saved = None
         try:
             self._text.flush()
         except (OSError, ValueError):  # closed or broken by the code under test
             pass
-        sys.stdout, sys.stderr = out, err
-        os.dup2(fd1, 1)
-        os.dup2(fd2, 2)
-        os.close(fd1)
-        os.close(fd2)
+        os.dup2(self._own[0], 1)
+        os.dup2(self._own[1], 2)
         size = os.fstat(self._fd).st_size
         if size:
             room = max(LIMIT - len(self.kept), 0)
@@ -82,4 +81,6 @@ class Capture:
                     f.close()
                 except (OSError, ValueError):
                     pass
-            self._fd = None
+            for fd in self._own:
+                os.close(fd)
+            self._fd = self._own = None

@@ -542,6 +542,25 @@ class _Deaths:
 
     def __init__(self, config):
         self.config = config
+        self.collected = False  # (xdist controller) some worker has collected, so it loaded the implementation
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.collected = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        """(xdist controller) A worker that dies before any worker has collected died
+        importing the implementation (where it is loaded): the session stops with that one
+        line, a usage error, instead of starting worker after worker to die the same way."""
+        st = session(self.config)
+        if error is None or self.collected or st.settings.impl is None or st.settings.references:
+            return
+        words = watch.last_words(st.prefix)
+        message = (f"IMPL {st.settings.impl!r}: the process importing it died before it said what it loaded: "
+                   + (words[1] if words else f"{error} (os._exit, or a crash, while it was imported?)"))
+        stream.emit(st.stream, "impl_error", message=message)
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):

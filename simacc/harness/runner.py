@@ -95,6 +95,7 @@ class _Watchdog:
     def __init__(self):
         self.until = 0.0
         self.users = 0
+        self.overtime = False  # the limit of the call in progress went off (it may catch it and return anyway)
 
     def cover(self, seconds):
         """Make sure the timer fires no sooner than ``seconds`` from now."""
@@ -123,15 +124,8 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
-class _Overtime:
-    """Whether the time limit of the call in progress went off (a call can catch the
-    interrupt and return anyway: it hung all the same)."""
-
-    fired = False
-
-
 def _alarm(signum, frame):
-    _Overtime.fired = True
+    _WATCHDOG.overtime = True
     _WATCHDOG.tighten()
     raise ImplementationHung
 
@@ -244,7 +238,7 @@ class Runner:
         if not _can_alarm():
             return _in_thread(fn, args, self.timeout)
         previous = signal.signal(signal.SIGALRM, _alarm) if self._previous_handler is None else None
-        _Overtime.fired = False
+        _WATCHDOG.overtime = False
         signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
             returned = fn(args)
@@ -252,9 +246,9 @@ class Runner:
             signal.setitimer(signal.ITIMER_REAL, 0)
             if previous is not None:
                 signal.signal(signal.SIGALRM, previous)
-            if _Overtime.fired:
+            if _WATCHDOG.overtime:
                 _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)  # the next call gets its whole limit again
-        if _Overtime.fired:
+        if _WATCHDOG.overtime:
             raise ImplementationHung  # it caught the interrupt and returned: late all the same
         return returned
 
@@ -277,7 +271,7 @@ class Runner:
 
 
 def _released(error):
-    """``error`` without this runner's frame at the top of its traceback and with the locals of
+    """``error`` without the frame that caught it at the top of its traceback, and with the locals of
     the implementation's finished frames cleared: a reference cycle through them would keep
     each failed call's arguments and message (megabytes, in a hostile case) alive until a
     full garbage collection, call after call."""

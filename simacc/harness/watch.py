@@ -49,12 +49,8 @@ class _Process:
 
 
 _HERE = _Process()
-
-
-def _here():
-    if _HERE.pid != os.getpid():
-        _HERE.__init__(_HERE.prefix)
-    return _HERE
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _HERE.__init__(_HERE.prefix))
 
 
 def plain_prefix():
@@ -81,13 +77,13 @@ def beat(limit):
 
 def rest():
     """The call is over."""
-    mapping = _here().beat
+    mapping = _HERE.beat
     if mapping is not None:
         _BEAT.pack_into(mapping, 0, 0.0, 0.0)
 
 
 def _mapping():
-    here = _here()
+    here = _HERE
     if here.prefix is None or here.beat is not None:
         return here.beat
     import fcntl
@@ -146,7 +142,7 @@ def hang_count(prefix_=None):
 def watchdog_file():
     """The file faulthandler's watchdog writes to before it ends this process: the session's
     ``watchdog`` file, or the process's own stderr when nobody watches."""
-    here = _here()
+    here = _HERE
     if here.prefix is None:
         return sys.__stderr__
     if here.watchdog is None:
