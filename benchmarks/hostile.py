@@ -60,7 +60,8 @@ def measure(name, workers, timeout, cap, memory_gib, max_examples):
         out.seek(0)
         lines = out.read().decode(errors="replace").rstrip().splitlines() or [""]
     return {"implementation": name, "workers": workers, "exit": code, "seconds": round(wall, 1),
-            "peak_mib": usage.ru_maxrss // 1024, "last_line": lines[-1][:160] if code is not None else
+            # a check stopped past the cap never reaped its own children: their peak is not known
+            "peak_mib": usage.ru_maxrss // 1024 if code is not None else None, "last_line": lines[-1][:160] if code is not None else
             f"(still running after {cap:g} s: stopped)", "output_lines": len(lines)}
 
 
@@ -80,7 +81,7 @@ def main(argv=None):
             row = measure(name, workers, args.timeout, args.cap, args.memory_gib, args.max_examples)
             rows.append(row)
             print(f"{name:<30} -n {workers}  exit {row['exit']!s:>4}  {row['seconds']:>6.1f} s  "
-                  f"{row['peak_mib']:>6} MiB  {row['last_line']}", flush=True)
+                  f"{row['peak_mib'] if row['peak_mib'] is not None else '-':>6} MiB  {row['last_line']}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -292,7 +292,8 @@ def test_only_regular_files_are_read_and_a_prune_goes_on(tmp_path, capsys, kind)
         hostile.mkdir()
     with pytest.raises(reprofile.ReproError, match="not a regular file"):
         reprofile.load(hostile)
-    assert cli.main(["repro", "--prune", "--repro-dir", str(tmp_path), "--impl", "simacc:generate_simulated_accept_index"]) == 2
+    reference = "simacc:generate_simulated_accept_index"
+    assert cli.main(["repro", "--prune", "--repro-dir", str(tmp_path), "--impl", reference]) == 2
     assert f"unreadable {hostile}: not a regular file" in capsys.readouterr().out
 
 
@@ -307,7 +308,8 @@ def test_an_integer_of_thousands_of_digits_is_refused_in_one_line():
     ({"bs": 0}, "accept_index has shape"),
     ({"accept_index": {"dtype": "float32", "shape": [1, 1], "layout": "contiguous", "values": [0.0]}},
      "accept_index is float32"),
-    ({"accept_index": {"dtype": "int32", "shape": [1, 1], "layout": "contiguous", "values": [10**6]}}, "a root's range"),
+    ({"accept_index": {"dtype": "int32", "shape": [1, 1], "layout": "contiguous", "values": [10**6]}},
+     "a root's range"),
     ({"simulate_acc_token_mode": "real-draft-token"}, "candidates is missing"),
 ])
 def test_a_case_no_reference_could_run_is_unusable(fields, problem):

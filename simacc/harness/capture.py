@@ -70,7 +70,8 @@ class Capture:
         """What was kept, and a line saying how much was not (empty when nothing was printed)."""
         text = self.kept.decode("utf-8", errors="replace")
         if self.dropped:
-            text += f"\n[simacc kept the first {LIMIT} bytes of the implementation's output: {self.dropped} more were left out]"
+            text += (f"\n[simacc kept the first {LIMIT} bytes of the implementation's output: {self.dropped} more "
+                     "were left out]")
         return text
 
     def close(self):

@@ -391,7 +391,8 @@ def _dflash_problem(case):
                   _tensor_problem(case, "accept_len", (bs,)),
                   _tensor_problem(case, "commit_lens", (bs,)),
                   _tensor_problem(case, "bonus", (bs,)),
-                  logits is not None and _tensor_problem(case, "next_token_logits", (bs * block, None), (torch.float32,)))
+                  logits is not None
+                  and _tensor_problem(case, "next_token_logits", (bs * block, None), (torch.float32,)))
 
 
 def _functional_problem(case):

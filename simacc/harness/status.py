@@ -10,7 +10,7 @@ class Status(str, enum.Enum):
     FAIL = "FAIL"
     XFAIL = "expected failure"  # failed, as the xfails file says it would
     XPASS = "unexpected pass"  # listed in the xfails file, and passed: a failure of the check
-    HUNG = "hung"  # a call outlasted the time limit: interrupted, or its process ended by the watchdog or the supervisor
+    HUNG = "hung"  # a call outlasted the time limit: interrupted, or its process ended (watchdog, supervisor)
     CRASHED = "crashed"  # the process running it died under it (a segfault, os._exit, a kill for memory)
     ERROR = "internal error"  # pytest or simacc failed while running it: no verdict on the implementation
     NOT_RUN = "not run"  # never run: the implementation hangs, the workers kept dying, or the run ended first

@@ -1,13 +1,14 @@
 """Whether the code under test changed the harness that judges it.
 
 :func:`baseline`, taken at the first load of an implementation before it is imported,
-records the objects the harness relies on: every attribute of simacc's modules and of the
-classes they define, torch's namespace and ``torch.Tensor``'s methods. After the import and
-after each property the whole record is compared object for object (:func:`check` with
-``full``); after each call a quicker comparison covers what the property compares that
-call's outcome with: the torch names simacc's code uses, ``torch.Tensor``'s methods and the
-assertion helpers (a few microseconds). A change is put back at once and raised as :class:`HarnessModified`, a failure no property
-can pass: an implementation that patches ``torch.equal``, replaces an assertion helper or
+records the objects the harness relies on: every attribute of simacc's modules (but the
+commands and the zoo) and of the classes they define, torch's namespace and
+``torch.Tensor``'s methods. After the import and after each property the whole record is
+compared object for object (:func:`check` with ``full``); after each call a quicker
+comparison covers what the property compares that call's outcome with: the torch names
+simacc's code uses, ``torch.Tensor``'s methods and the assertion helpers (a few
+microseconds). A change is put back at once and raised as :class:`HarnessModified`, a
+failure no property can pass: an implementation that patches ``torch.equal``, replaces an assertion helper or
 ``Implementation.call``, or rebinds a constant of simacc's to match its own port is never
 conformant, and the rest of the run sees the harness as it was.
 
