@@ -74,6 +74,16 @@ def _defaulted_eagle_cases(patterns, modes):
     return cases()
 
 
+def cases_for_impl(impl):
+    """Cases of the implementation's own contract, in its token modes (a property every
+    contract shares)."""
+    if impl.contract in ("eagle", "legacy"):
+        return _built(sx.eagle_cases, (("modes", impl.modes),), ())
+    if impl.contract == "functional":
+        return _built(sx.functional_cases, (("fixed_token_id", impl.fixed_token_id),), ())
+    return _built({"dflash": sx.dflash_cases, "kernel": sx.kernel_cases}[impl.contract], (), ())
+
+
 # -- oracles --------------------------------------------------------------------------------
 
 

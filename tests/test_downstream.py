@@ -147,7 +147,8 @@ def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(p
     assert done.returncode == 1, done.stdout[-2000:]
     (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    promote = subprocess.run([sys.executable, "-m", "simacc", "repro", str(found), "--promote"], cwd=project, env=env,
+    promote = subprocess.run([sys.executable, "-m", "simacc", "repro", str(found), "--impl",
+                              "my_pkg.kernels:counts_the_bonus", "--promote"], cwd=project, env=env,
                              capture_output=True, text=True, timeout=300)
     assert promote.returncode == 1, promote.stdout + promote.stderr  # it still fails against counts_the_bonus
     (promoted,) = (project / "simacc-regressions").glob("*.json")

@@ -157,7 +157,7 @@ def test_a_rerun_that_finds_the_same_failure_rewrites_its_file_instead_of_adding
 
 
 def test_replaying_against_the_buggy_implementation_exits_1_and_points_at_the_wrong_element(planted, capsys):
-    assert cli.main(["repro", str(planted["files"][0])]) == 1
+    assert cli.main(["repro", str(planted["files"][0]), "--trust-recorded-impl"]) == 1
     out = capsys.readouterr().out
     named = re.search(r"FAIL: index\[(\d+), (\d+)\]=(-?\d+), but should be (-?\d+): row \d+, j=\d+: ", out)
     assert named, out
@@ -166,7 +166,7 @@ def test_replaying_against_the_buggy_implementation_exits_1_and_points_at_the_wr
 
 
 def test_a_replay_prints_the_case_once_with_its_values_then_the_claim_and_the_diff(planted, capsys):
-    assert cli.main(["repro", str(planted["files"][0])]) == 1
+    assert cli.main(["repro", str(planted["files"][0]), "--trust-recorded-impl"]) == 1
     out = capsys.readouterr().out
     assert out.count("EagleCase(") == 1 and "\ncase=EagleCase(\n    accept_index=tensor([[" in out
     claim = next(line for line in out.splitlines() if line.startswith("FAIL: "))
@@ -183,7 +183,7 @@ def test_promoting_copies_the_case_into_the_corpus_once(planted, promoted, capsy
     (path,) = promoted.glob("*.json")
     assert re.fullmatch(rf"{PROPERTY}-[0-9a-f]{{10}}\.json", path.name)
     _same_case(reprofile.load(path).case, reprofile.load(planted["files"][0]).case)
-    assert cli.main(["repro", str(planted["files"][0]), "--promote", "--corpus", str(promoted)]) == 1
+    assert cli.main(["repro", str(planted["files"][0]), "--trust-recorded-impl", "--promote", "--corpus", str(promoted)]) == 1
     assert "already in the regression corpus" in capsys.readouterr().out
     assert len(list(promoted.glob("*.json"))) == 1
 
@@ -268,13 +268,13 @@ def test_a_write_that_fails_leaves_the_earlier_file_whole_and_no_temporary_file(
 
 def test_a_case_recorded_on_a_missing_cuda_device_replays_on_cpu_with_a_note(tmp_path, capsys):
     path = _write(tmp_path, _record(device=NOWHERE))
-    assert cli.main(["repro", str(path), "--device", "cpu"]) == 0
+    assert cli.main(["repro", str(path), "--device", "cpu", "--trust-recorded-impl"]) == 0
     assert f"on cpu (recorded on {NOWHERE})" in capsys.readouterr().out
-    assert cli.main(["repro", str(path)]) == 0
+    assert cli.main(["repro", str(path), "--trust-recorded-impl"]) == 0
     assert f"note: recorded on {NOWHERE}; no " in capsys.readouterr().out  # no CUDA, or no such index
     if not torch.cuda.is_available():
         cuda = _write(tmp_path, _record(device="cuda"))
-        assert cli.main(["repro", str(cuda)]) == 0
+        assert cli.main(["repro", str(cuda), "--trust-recorded-impl"]) == 0
         assert "no CUDA: torch.cuda.is_available() is False, so replaying on cpu" in capsys.readouterr().out
 
 
@@ -310,7 +310,9 @@ def test_a_cuda_parity_case_is_never_replayed_on_cpu(tmp_path, capsys):
 
 
 def _clean(*args):
-    return cli.main(["repro", *args])
+    """``simacc repro ARGS``, trusting the files' implementations unless ``--impl`` names one."""
+    trust = [] if "--impl" in args else ["--trust-recorded-impl"]
+    return cli.main(["repro", *args, *trust])
 
 
 def test_pruning_removes_the_cases_that_pass_now_and_keeps_the_ones_that_still_fail(tmp_path, buggy, capsys):

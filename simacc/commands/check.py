@@ -30,7 +30,8 @@ OPTIONS = ("contract", "level", "device", "profile", "max_examples", "seed", "ti
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
-       ended its process, or an unexpected pass of a property listed in the xfails file
+       ended its process or modified the harness, an unexpected pass of a property listed
+       in the xfails file; or incomplete: the session ended before it could vouch for the rest
   {Exit.USAGE:d}    usage error (bad IMPL, option or file; nothing is run), or pytest could not
        collect the properties
   {Exit.NOTHING_CHECKED:d}    nothing checked: no property ran the implementation (all skipped or not
@@ -239,9 +240,11 @@ def _usable(chosen, heard, loaded):
         first = heard.of("collect_error")[0]
         raise CheckError(f"pytest could not collect {first['nodeid'] or 'the properties'}", first["message"])
     interrupted = bool(heard.of("interrupted"))
+    death = None if interrupted else heard.death  # (Status, line): how the child ended, if it never finished
     if not loaded and not heard.finished and not interrupted:
-        raise CheckError(f"IMPL {chosen.impl!r}: the process that imported it ended (exit {heard.returncode}) "
-                         "before it said what it loaded", heard.output)
+        why = death[1] if death else f"it ended with exit code {heard.returncode}"
+        raise CheckError(f"IMPL {chosen.impl!r}: the process importing it died before it said what it loaded: {why}",
+                         heard.output)
     if not heard.of("collected") and heard.returncode not in (0, 5) and not interrupted:
         raise CheckError(f"pytest exited with code {heard.returncode} before running any property", heard.output)
 
@@ -250,17 +253,32 @@ def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
     """The verdict of a finished session, or the exception that says why there is none."""
     _usable(chosen, heard, loaded)
     interrupted = bool(heard.of("interrupted"))
-    stopped = "interrupted" if interrupted else "" if heard.finished else (
+    death = None if interrupted else heard.death  # (Status, line): how the child ended, if it never finished
+    finished = heard.of("finished")
+    stopped = "interrupted" if interrupted else finished[0].get("not_run", "") if finished else (
+        f"the pytest process died: {death[1]}" if death else
         f"the pytest process ended early, with exit code {heard.returncode}")
     collected = [n for e in heard.of("collected") for n in e["nodeids"]]
     results = [verdict.result_of(e) for e in heard.of("result")]
+    if death:  # the one process of the session died under the test it was running
+        reported = {r.nodeid for r in results}
+        results += [verdict.result_of({"nodeid": e["nodeid"], "status": death[0].value,
+                                       "message": f"the process running it died: {death[1]}"})
+                    for e in heard.of("started") if e["nodeid"] not in reported]
     not_applicable = {k: v for e in heard.of("not_applicable") for k, v in e["items"].items()}
     header = header_of(chosen, loaded, given)
     header["pytest_command"] = heard.command
     result = verdict.build(header, collected, results, not_applicable, stopped, interrupted, exitfirst)
-    if stopped and not interrupted:
+    internal = [e["message"] for e in heard.of("internal_error")]
+    if internal:
+        result.notes.append(f"pytest stopped with an internal error: {internal[0]}")
+    if not interrupted and (not finished or internal) and result.exit_code != Exit.FAILED:
+        # every row it reported passed, but the session never said it was done: no success
+        result.exit_code = Exit.FAILED
+        result.incomplete = "pytest stopped with an internal error" if internal else stopped
+    if not finished and not interrupted:
         result.notes.append(stopped + (f"; its output ended with: {heard.output.splitlines()[-1]}" if heard.output
-                                        else ""))
+                                       else ""))
     unmatched = _unmatched(chosen.properties, [*collected, *not_applicable])
     if chosen.properties and not result.results and not not_applicable:
         result.reason = f"--property {', '.join(chosen.properties)} matches no property{_near(chosen.properties)}"

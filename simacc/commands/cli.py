@@ -9,7 +9,13 @@ check`` included, which argparse would blame on ``simacc`` itself), followed by
 A subcommand that sets ``end_process`` ends the process as soon as its output is out,
 when ``simacc`` runs as a program: the interpreter's teardown with torch loaded takes
 about a second on a busy machine, longer than a small check, and it would wait forever
-for a non-daemon thread that the implementation under test left running."""
+for a non-daemon thread that the implementation under test left running.
+
+A subcommand that sets ``supervise`` (``repro``, ``mutants``: they call implementations in
+their own process) runs, when ``simacc`` runs as a program, in a child process under a
+supervisor (:func:`simacc.harness.session.supervised`): the command's exit status is the
+one the child reports when its work is done, never whatever status the child's process ended
+with, so an implementation that ends its process cannot make it a success."""
 
 import argparse
 import importlib
@@ -55,6 +61,20 @@ def main(argv=None):
         return 2
     if unknown:
         parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    supervised_by = getattr(args, "supervised_by", None)
+    if argv is None and getattr(args, "supervise", False) and supervised_by is None:
+        from simacc.harness import session
+
+        end_process(session.supervised(sys.argv[1:], args.command))
+    if supervised_by is not None:  # the supervised child: say the result, then end at once
+        from simacc.harness import watch
+
+        watch.configure(supervised_by)
+        code = args.run(args)
+        watch.report_result(supervised_by, code)
+        if argv is None:
+            end_process(code)
+        return code
     code = args.run(args)
     if argv is None and getattr(args, "end_process", False):
         end_process(code)

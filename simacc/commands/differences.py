@@ -47,7 +47,7 @@ def differences(expected, produced):
     ``expected``: errors, the return value, every tensor argument after the call, and the
     generator state."""
     if expected.error is not None or produced.error is not None:
-        said = lambda o: "returned" if o.error is None else f"raised {type(o.error).__name__}: {o.error}"  # noqa: E731
+        said = lambda o: "returned" if o.error is None else f"raised {type(o.error).__name__}: {o.error}"[:500]  # noqa: E731
         if type(expected.error) is not type(produced.error):
             return [f"the reference {said(expected)}; the implementation {said(produced)}".splitlines()[0]]
     lines = _tensor_diff("returned", expected.returned, produced.returned)

@@ -10,6 +10,11 @@ implementation is *accepted* when nothing fails in any seed, else *REJECTED* (a 
 alarm). Exit 1 if any mutant survives or any correct implementation is rejected, 5 if no
 entry could run here.
 
+Run as a program, the command works in a child process under a supervisor
+(:func:`simacc.harness.session.supervised`): its exit status is the one the child reports
+once every entry is judged, so an entry that ends its process (or a worker that dies) is a
+failure, never a success.
+
 Seeds: under a derandomized profile (``ci``, which ``CI=true`` loads) one run per entry,
 the same examples every time. Otherwise every run forces a seed (``1..N``), and
 ``--seeds N`` > 1 under ``ci`` switches to the random ``default`` profile. No example
@@ -109,7 +114,7 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
 
     from simacc import properties, zoo
     from simacc.harness import impl, inprocess, profiles
-    from simacc.harness.status import Status
+    from simacc.harness.status import FAILED
 
     entry = zoo.ENTRIES[name]
     chosen = settings(profiles.for_session(profile, max_examples), database=None)
@@ -117,7 +122,7 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
     props = [p for p in properties.every_property() if select is None or p.id in select]
     start = time.perf_counter()
     results = inprocess.run(impl.load(entry.spec, level=entry.level), device, props, settings=chosen, seed=seed)
-    failures = [r for r in results if r.status == Status.FAIL]
+    failures = [r for r in results if r.status in FAILED]
     first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
     return Run(
         seed=seed,
@@ -184,11 +189,22 @@ def _results(jobs, workers, profile, max_examples, expected_only):
             entry, dev, seed = job
             yield job, check_entry(entry.name, seed=seed, device=dev, **options)
         return
+    from concurrent.futures.process import BrokenProcessPool
+
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
         futures = {pool.submit(check_entry, e.name, seed=s, device=d, **options): (e, d, s) for e, d, s in jobs}
         for future in as_completed(futures):
-            yield futures[future], future.result()
+            try:
+                yield futures[future], future.result()
+            except BrokenProcessPool:
+                entry, dev, seed = futures[future]
+                raise ZooError(f"a worker process died while checking {entry.name} on {dev} (seed {seed}) or an "
+                               "entry beside it; no verdict") from None
+
+
+class ZooError(Exception):
+    """The zoo could not be judged (a worker died): one line, exit 1."""
 
 
 def render(zoo):
@@ -242,6 +258,9 @@ def register(subparsers):
                    help="run each mutant only through the properties expected to kill it (fast; CI's choice)")
     p.add_argument("--only", action="append", metavar="NAME", help="check only this entry (repeatable)")
     p.set_defaults(run=run)
+    from simacc.harness import session
+
+    session.supervise_command(p)
 
 
 def run(args):
@@ -260,8 +279,12 @@ def run(args):
             return 2
         entries = [e for e in entries if e.name in args.only]
     workers = os.cpu_count() if args.workers == "auto" else int(args.workers)
-    result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
-                     device=args.device, expected_only=args.expected_only, profile=args.profile)
+    try:
+        result = run_zoo(entries, seeds=args.seeds, max_examples=args.max_examples, workers=workers,
+                         device=args.device, expected_only=args.expected_only, profile=args.profile)
+    except ZooError as e:
+        print(f"simacc mutants: error: {e}", file=sys.stderr)
+        return 1
     print(render(result))
     if result.exit_code == NOTHING_RAN:
         print("simacc mutants: nothing ran: every selected entry needs a device missing here", file=sys.stderr)

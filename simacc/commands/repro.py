@@ -4,8 +4,14 @@ repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`).
 
 Replaying calls the property's own body with the recorded case, so a replay checks exactly
 what the suite checked. The device is an argument, not part of the case: a case found on
-CUDA replays on a CPU. Replaying without ``--impl`` imports the implementation the file
-names; look at that line first when the file came from elsewhere.
+CUDA replays on a CPU.
+
+A repro file is data, never code (``docs/trust.md``): it is read only if it is a regular
+file, at most its size limit, and every field is checked against the contract; and the
+implementation it names is imported only when the user says so, with ``--impl`` or
+``--trust-recorded-impl`` (a file from a CI artifact could name any module). Run as a
+program, the replay happens in a child process under a supervisor, so an implementation
+that ends its process cannot make a replay pass.
 
 Nothing checked is never success: a replay that cannot happen here (the device
 asked for is missing, or the recorded one is and ``--no-fallback`` forbids cpu) exits 5,
@@ -17,16 +23,20 @@ import dataclasses
 import functools
 import inspect
 import os
+import shlex
 import sys
 
 from simacc.commands import prune
 from simacc.commands.exits import Exit
-from simacc.harness import contracts, devices
+from simacc.harness import contracts, devices, session
 from simacc.harness import settings as opts
+from simacc.harness.stream import clip
 
-USAGE = """simacc repro PATH [--impl IMPL] [--device DEVICE] [--no-fallback] [--promote] [options]
+MAX_LINE = 2000  # characters of a failure's message shown on its line
+
+USAGE = """simacc repro PATH (--impl IMPL | --trust-recorded-impl) [--device DEVICE] [--no-fallback] [--promote] [...]
        simacc repro --database URL --impl IMPL [--database-readonly] [--device DEVICE] [...]
-       simacc repro --prune [--keep N] [--repro-dir DIR] [--remove-unreadable] [--impl IMPL] [--device DEVICE] [...]
+       simacc repro --prune (--impl IMPL | --trust-recorded-impl) [--keep N] [--repro-dir DIR] [--remove-unreadable] [...]
        simacc repro --keep N [--repro-dir DIR] [--remove-unreadable]"""
 DESCRIPTION = """\
 Replay the case in a repro file against an implementation and show, element by
@@ -35,10 +45,16 @@ folder: --keep N removes all but the newest N files, --prune replays every file 
 and removes those whose case passes now. Each file gets one line (kept, removed or
 unreadable), then a summary; an unreadable file is removed only with --remove-unreadable.
 
-A case replays against the implementation recorded in its file (or --impl), on the
-device recorded (or --device). A case recorded on a CUDA device that is missing here
-replays on cpu, with a note, unless --no-fallback; a --device that is missing is never
-replaced. A CPU/CUDA parity case replays only on a CUDA device.
+A case replays against --impl, or, with --trust-recorded-impl, against the implementation
+recorded in its file: replaying imports it, and a file from elsewhere could name any module,
+so it is never imported unasked (without either, the file's implementation is printed and
+nothing runs). It replays on the device recorded (or --device). A case recorded on a CUDA
+device that is missing here replays on cpu, with a note, unless --no-fallback; a --device
+that is missing is never replaced. A CPU/CUDA parity case replays only on a CUDA device.
+
+Only regular files are read, each up to the size limit, and every field must fit the
+contract: a case no reference could run is unusable (exit 2; --prune --remove-unreadable
+removes it).
 
 With --database (or SIMACC_DATABASE) and no PATH: replay the example database's examples
 against --impl, and nothing else (no example is generated; a property the database holds
@@ -48,8 +64,10 @@ EPILOG = """\
 exit codes (PATH):
   0  the case passes
   1  the case still fails
+  1  also: the implementation ended the process doing the replay (or hung past its limit)
   2  the file is unusable (unreadable, invalid, its implementation missing here, not
-     for --impl's contract) or the arguments are wrong
+     for --impl's contract), or neither --impl nor --trust-recorded-impl says what to
+     run, or the arguments are wrong
   5  nothing replayed: the --device asked for is missing here, or the recorded one is
      and --no-fallback forbids cpu, or a CPU/CUDA parity case has no CUDA device
 exit codes (--prune, --keep): the first that applies over all the files
@@ -67,7 +85,9 @@ def register(subparsers):
     )
     p.add_argument("path", nargs="?", metavar="PATH", help="a repro file (written by a failing property)")
     replay = p.add_argument_group("replaying (PATH, or each file with --prune)")
-    replay.add_argument("--impl", default=None, help="implementation to replay against (default: the one recorded in the file)")
+    replay.add_argument("--impl", default=None, help="implementation to replay against")
+    replay.add_argument("--trust-recorded-impl", action="store_true",
+                        help="replay against the implementation the file names (importing it runs its code)")
     replay.add_argument("--contract", default=None, choices=contracts.NAMES, help="force the implementation's contract")
     replay.add_argument("--device", default=None, type=opts.argtype(opts.one_device), help="device to replay on "
                         "(default: the recorded one); exit 5 if it is missing here")
@@ -87,6 +107,7 @@ def register(subparsers):
     database = p.add_argument_group("replaying an example database (no PATH)")
     opts.add_arguments(database, ("database", "database_readonly"))
     p.set_defaults(run=run)
+    session.supervise_command(p)
 
 
 def run(args):
@@ -120,6 +141,8 @@ def _usage_problem(args, cleaning):
         return "replaying an example database needs --impl IMPL (and takes no --promote)"
     if not cleaning and (args.simacc_repro_dir or args.remove_unreadable):
         return "--repro-dir and --remove-unreadable go with --prune or --keep"
+    if args.impl and args.trust_recorded_impl:
+        return "give --impl IMPL or --trust-recorded-impl, not both"
     return None
 
 
@@ -134,11 +157,21 @@ class NotReplayed(Exception):
 def _plan(record, prop, args):
     """The implementation and device to replay ``record`` (of property ``prop``) with, and a
     note when falling back from the recorded device; :class:`NotReplayed` when it cannot be
-    replayed here."""
+    replayed here. Nothing is imported before the device is known to be here."""
     from simacc.harness import impl as impls
 
+    device, note = _device(args.device, record.device, args.fallback)
+    if prop.across_devices and not devices.is_cuda(device):
+        missing = devices.unavailable("cuda")  # replaying on cpu would compare cpu with itself
+        raise NotReplayed(Exit.NOTHING_CHECKED, f"{prop.id} compares CUDA with CPU, and "
+                          + ("CUDA is not available here" if missing else f"{device} is not a CUDA device"))
+    spec = args.impl or (record.impl if args.trust_recorded_impl else None)
+    if spec is None:  # the file names it, and a file is data: importing what it names needs a yes
+        raise NotReplayed(Exit.USAGE, f"the file was recorded with {shlex.quote(record.impl)}, which is not imported "
+                          f"unasked: pass --impl {shlex.quote(record.impl)} if you trust it (or --trust-recorded-impl), "
+                          "or --impl another one")
     try:
-        chosen = impls.load(args.impl or record.impl, args.contract, record.level, args.settings.fixed_token_id)
+        chosen = impls.load(spec, args.contract, record.level, args.settings.fixed_token_id)
     except impls.ImplError as e:
         hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
         raise NotReplayed(Exit.USAGE, f"{e}{hint}") from None
@@ -146,11 +179,6 @@ def _plan(record, prop, args):
         fits = [c for c in contracts.NAMES if prop.applies_to_case(c, record.case)]
         raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
                           f"this case is for {', '.join(fits)}")
-    device, note = _device(args.device, record.device, args.fallback)
-    if prop.across_devices and not devices.is_cuda(device):
-        missing = devices.unavailable("cuda")  # replaying on cpu would compare cpu with itself
-        raise NotReplayed(Exit.NOTHING_CHECKED, f"{prop.id} compares CUDA with CPU, and "
-                          + ("CUDA is not available here" if missing else f"{device} is not a CUDA device"))
     return chosen, device, note
 
 
@@ -178,9 +206,27 @@ def read(path):
     return record, properties.of_repro(record)
 
 
+def one_line(error):
+    """``Type: message`` of a replay's error: its first line, cut to :data:`MAX_LINE`."""
+    text = str(error).strip()
+    return clip(f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": "), MAX_LINE)
+
+
+def _replayed(prop, runner, case):
+    """``prop.replay`` on ``case``, then the check that the harness is as it was."""
+    from simacc.harness import tamper
+
+    error = prop.replay(runner, case)
+    try:
+        tamper.check(full=True, when="during the replay")
+    except tamper.HarnessModified as e:
+        error = error or e
+    return error
+
+
 def _replay_file(args):
     from simacc.harness.repro_files import ReproError
-    from simacc.harness.runner import ImplementationHung, Runner
+    from simacc.harness.runner import HarnessModified, ImplementationHung, Runner
 
     try:
         record, prop = read(args.path)
@@ -202,13 +248,15 @@ def _replay_file(args):
           + ("" if device == record.device else f" (recorded on {record.device})"))
     print(f"case={explain.case_text(record.case)}")  # the case once, with its values; the messages below omit it
     with Runner(chosen, device, timeout) as runner:
-        error = prop.replay(runner, record.case)
+        error = _replayed(prop, runner, record.case)
         if error is None:
             print(f"pass: {prop.id} holds for this case")
         else:
-            print(f"FAIL: {_claim(error)}")
-            if not isinstance(error, ImplementationHung):  # calling it again would hang again
+            print(f"FAIL: {clip(_claim(error), MAX_LINE)}")
+            if not isinstance(error, (ImplementationHung, HarnessModified)):  # calling it again would do it again
                 _show_differences(runner, record.case)
+        if runner.output:
+            print(f"output of the implementation:\n{runner.output}")
     code = Exit.OK if error is None else Exit.FAILED
     if args.promote:
         return promote(record, prop, args.settings.corpus, timeout) or code
@@ -290,11 +338,11 @@ def _replayer(args):
         except NotReplayed as e:
             return e.code, f"not replayed: {e}"
         with Runner(chosen, device, args.settings.timeout) as runner:
-            error = prop.replay(runner, record.case)
+            error = _replayed(prop, runner, record.case)
         where = f"{chosen.spec} on {device}" + (f"; {note}" if note else "")
         if error is None:
             return Exit.OK, f"passes now ({where})"
-        return Exit.FAILED, f"still fails ({where}): {type(error).__name__}: {error}".splitlines()[0]
+        return Exit.FAILED, f"still fails ({where}): {one_line(error)}"
 
     return replay
 
@@ -312,8 +360,7 @@ def promote(record, prop, corpus, timeout):
     with Runner(reference, "cpu", timeout) as runner:
         error = prop.replay(runner, record.case)
     if error is not None:
-        print(f"not promoted: the reference {reference.spec} fails this case too "
-              f"({type(error).__name__}: {error})".splitlines()[0])
+        print(f"not promoted: the reference {reference.spec} fails this case too ({one_line(error)})")
         return Exit.FAILED
     corpus.mkdir(parents=True, exist_ok=True)
     path = corpus / f"{record.property}-{record.digest()}.json"

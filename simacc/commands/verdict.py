@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
-from simacc.harness.status import CHECKED, FAILED, Status
+from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status
 
 SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
@@ -69,11 +69,14 @@ class Verdict:
     not_applicable: dict = field(default_factory=dict)
     interrupted: bool = False  # Ctrl-C: the verdict so far
     seconds: float | None = None  # the check's wall time
+    incomplete: str = ""  # why the session cannot vouch for its rows (it ended early): never a success
 
     @property
     def outcome(self):
         if self.interrupted:
             return "interrupted"
+        if self.incomplete:
+            return "incomplete"
         return {Exit.OK: "conformant", Exit.FAILED: "not conformant", Exit.NOTHING_CHECKED: "nothing checked"}[
             self.exit_code]
 
@@ -153,9 +156,9 @@ def _merge(rows):
 def build(header, collected, results, not_applicable=None, stopped="", interrupted=False, exitfirst=False):
     """The :class:`Verdict` from the collected node ids and the results (:class:`PropertyResult`).
 
-    A collected test without a result is a failure: ``stopped`` (why the session ended
-    early) kept it from running; after a Ctrl-C (``interrupted``), or a first failure under
-    ``-x`` (``exitfirst``), it is only not run.
+    A collected test without a result is *not run*, which never passes: ``stopped`` (why the
+    session ended early) kept it from running; after a Ctrl-C (``interrupted``), or a first
+    failure under ``-x`` (``exitfirst``), it is only skipped.
     """
     by_node = {r.nodeid: r for r in results}
     ids = dict.fromkeys([*collected, *by_node])
@@ -167,7 +170,7 @@ def build(header, collected, results, not_applicable=None, stopped="", interrupt
     for r in rows:
         grouped.setdefault(r.id, []).append(r)
     merged = [row for group in grouped.values() for row in _merge(group)]
-    if any(r.status in FAILED for r in merged):
+    if any(r.status in FAILED or r.status in INCOMPLETE for r in merged):
         code = Exit.FAILED
     elif not any(r.status in CHECKED for r in merged):
         code = Exit.NOTHING_CHECKED
@@ -177,12 +180,12 @@ def build(header, collected, results, not_applicable=None, stopped="", interrupt
 
 
 def _unfinished(nodeid, stopped, interrupted, exitfirst=False):
-    """The result of a test that never reported one: a failure, or not run after a Ctrl-C or
-    a first failure under ``-x``."""
+    """The result of a test that never reported one: not run (a check that never passes), or
+    skipped after a Ctrl-C or a first failure under ``-x``."""
     pid, _, module = split_nodeid(nodeid)
     if exitfirst and not stopped:
         return PropertyResult(pid, Status.SKIPPED, None, 0.0, EXITFIRST, nodeid=nodeid, module=module)
-    status = Status.SKIPPED if interrupted else Status.FAIL
+    status = Status.SKIPPED if interrupted else Status.NOT_RUN
     return PropertyResult(pid, status, None, 0.0, f"not run: {stopped or 'the run ended before it'}",
                           nodeid=nodeid, module=module)
 
@@ -246,6 +249,8 @@ def _summary(verdict, paint):
     took = f" in {verdict.seconds:.1f} s" if verdict.seconds is not None else ""
     if verdict.interrupted:
         said = f"{counts or 'nothing ran'}{took}"
+    elif verdict.incomplete:
+        said = f"{verdict.incomplete}; {counts or 'nothing ran'}{took}"
     elif verdict.exit_code == Exit.NOTHING_CHECKED:
         said = verdict.reason
     else:

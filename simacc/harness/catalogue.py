@@ -194,11 +194,11 @@ class Property:
 
     def replay(self, runner, case):
         """Run the body on ``case``; the exception it raised, or None."""
-        from simacc.harness.runner import ImplementationHung
+        from simacc.harness.runner import HarnessModified, ImplementationHung
 
         try:
             self.body(simacc=runner, case=case)
-        except (Exception, ImplementationHung) as e:  # noqa: BLE001 - a failing property is a result here
+        except (Exception, ImplementationHung, HarnessModified) as e:  # noqa: BLE001 - a failing property is a result here
             return e
         return None
 

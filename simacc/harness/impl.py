@@ -47,6 +47,8 @@ class Implementation:
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
     level: str = "exact"  # "semantic" for ports that draw L their own way (CONTRACT.md §9)
     fixed_token_id: int = DEFAULT_FIXED_TOKEN_ID
+    changed_at_import: tuple = ()  # process state its import changed (restored; simacc.harness.process_state)
+    modified_at_import: tuple = ()  # harness objects its import replaced (put back; simacc.harness.tamper)
 
     @property
     def record(self):
@@ -246,7 +248,7 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
     if level not in contracts.LEVELS:
         raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
-    fn, source, version = _import_target(spec)
+    (fn, source, version), changed, modified = _guarded_import(spec)
     try:
         chosen, style = infer_style(fn, contract)
     except ImplError as e:
@@ -257,7 +259,29 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         from simacc.contract import caller
 
         fixed_token_id = caller.DEFAULT_TOKEN_ID
-    return Implementation(spec, fn, chosen, style, source, version, how, level, fixed_token_id)
+    return Implementation(spec, fn, chosen, style, source, version, how, level, fixed_token_id, changed, modified)
+
+
+def _guarded_import(spec):
+    """``_import_target(spec)``, the process state and the harness as they were before it
+    (docs/trust.md): ``(target, state changes, harness objects replaced)``, both put back. A
+    ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
+    from simacc.harness import process_state, tamper
+    from simacc.harness.interrupts import Recorder
+
+    tamper.baseline()
+    with Recorder() as ctrl_c:
+        before = process_state.snapshot()
+        try:
+            target = _import_target(spec)
+        except KeyboardInterrupt:
+            if ctrl_c.count:
+                raise
+            raise ImplError(f"IMPL {spec!r}: importing it raised KeyboardInterrupt") from None
+        finally:
+            changed = process_state.restore(before)
+            modified = tuple(tamper.modified())
+    return target, changed, modified
 
 
 def reference(contract, level="exact", fixed_token_id=None):

@@ -12,9 +12,11 @@ Hypothesis settings (so the CI zoo can skip shrinking).
 import time
 from dataclasses import dataclass
 
+from simacc.harness import tamper
 from simacc.harness.runner import ImplementationHung, Runner
 from simacc.harness.settings import DEFAULT_TIMEOUT
 from simacc.harness.status import Status
+from simacc.harness.tamper import HarnessModified
 
 
 @dataclass
@@ -67,11 +69,13 @@ def run_one(prop, name, params, implementation, device, settings, seed, timeout)
             # Hypothesis's own report (the falsifying example) is not wanted here: the result says it
             with with_reporter(lambda text: None):
                 prop.run(runner, **params)
+            tamper.check(full=True, when="during this property")
         except pytest.skip.Exception as e:
             return Result(name, device, Status.SKIPPED, None, time.perf_counter() - start, str(e))
-        except (Exception, ImplementationHung) as e:  # noqa: BLE001 - a failing property is the result
+        except (Exception, ImplementationHung, HarnessModified) as e:  # noqa: BLE001 - a failing property is the result
             case = runner.last[0] if runner.last else None
-            return Result(name, device, Status.FAIL, runner.examples, time.perf_counter() - start, _message(e),
+            status = Status.HUNG if isinstance(e, ImplementationHung) else Status.FAIL
+            return Result(name, device, status, runner.examples, time.perf_counter() - start, _message(e),
                           case and case.summary(), case and _size(case))
     return Result(name, device, Status.PASS, runner.examples, time.perf_counter() - start)
 

@@ -18,7 +18,11 @@ test but its own. Where simacc's properties are collected:
   the implementation's contract or level is deselected and counted, never skipped;
 * every test's :class:`~simacc.harness.status.Status` travels in its report's
   ``user_properties`` (``simacc_status``), with its examples and repro file, and, under a
-  simacc command, in the event stream (:mod:`simacc.harness.stream`).
+  simacc command, in the event stream (:mod:`simacc.harness.stream`);
+* the session's processes share a few files (:mod:`simacc.harness.watch`): once the
+  implementation has hung :data:`~simacc.harness.watch.HANG_BUDGET` times the remaining
+  properties are *not run*, a dead worker's report says what killed it (a watchdog kill is a
+  hang), and pytest's internal error in a worker ends that worker, a crash xdist survives.
 """
 
 import dataclasses
@@ -32,11 +36,14 @@ from pathlib import Path
 import pytest
 
 from simacc.harness import settings as opts
-from simacc.harness import stream
+from simacc.harness import stream, watch
 from simacc.harness.status import Status
 
 NO_IMPL = ("no implementation selected: pass --simacc-impl 'package.module:function' (or set SIMACC_IMPL) "
            "to say what simacc's properties check")
+CRASH = ("the worker process died while running it (a segfault, os._exit, or a kill from outside such as the "
+         "out-of-memory killer)")
+IMPORT_LIMIT = 4  # importing the implementation may take this many per-call time limits
 
 
 @dataclasses.dataclass
@@ -52,6 +59,7 @@ class _Session:
     xfails: dict = dataclasses.field(default_factory=dict)
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
     loaded: bool = False
+    prefix: str | None = None  # the session's shared files (simacc.harness.watch)
 
 
 _SESSION = pytest.StashKey[_Session]()
@@ -87,15 +95,19 @@ def pytest_configure(config):
             raise pytest.UsageError(str(e)) from None
         if chosen.impl is None and config.getini("simacc_impl"):
             chosen = dataclasses.replace(chosen, impl=config.getini("simacc_impl"))
-    config.stash[_SESSION] = _Session(chosen, config.getoption("simacc_stream"))
-    if config.getoption("simacc_stream") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Reporter(config.getoption("simacc_stream")), "simacc-stream")
+    given = getattr(config, "workerinput", {}).get("simacc_prefix")
+    path = config.getoption("simacc_stream")
+    config.stash[_SESSION] = _Session(chosen, path, prefix=given or path or watch.plain_prefix())
+    config.pluginmanager.register(_Deaths(config), "simacc-deaths")
+    if path and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Reporter(path, config), "simacc-stream")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
-    """(xdist controller) Hand the resolved settings to a worker."""
+    """(xdist controller) Hand the resolved settings and the session's files to a worker."""
     node.workerinput["simacc_settings"] = session(node.config).settings.to_json()
+    node.workerinput["simacc_prefix"] = session(node.config).prefix
 
 
 # -- collection ---------------------------------------------------------------------------------
@@ -192,14 +204,18 @@ def _load(config):
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
         return
+    watch.configure(st.prefix)
     if chosen.references:
         return
+    watch.beat(IMPORT_LIMIT * chosen.timeout)  # a supervisor ends an import that never finishes
     try:
         st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id)
     except impl.ImplError as e:
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
         return
+    finally:
+        watch.rest()
     if st.stream:
         import hypothesis
         import torch
@@ -315,8 +331,13 @@ def simacc(request):
     _load(request.config)
     if st.impl_error:
         pytest.fail(st.impl_error, pytrace=False)
-    with Runner(_implementation(request.node), request.param, st.settings.timeout, st.hypothesis,
-                st.seed) as runner:
+    hung = watch.hang_count()
+    if hung >= watch.HANG_BUDGET:
+        raise NotRun(f"not run: the implementation hangs ({hung} calls outlasted the {st.settings.timeout:g} s "
+                     "time limit)")
+    capture = request.config.getoption("capture", "fd") != "no"  # -s: the implementation's output goes through
+    with Runner(_implementation(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
+                capture) as runner:
         yield runner
 
 
@@ -329,6 +350,22 @@ def _implementation(item):
         return st.impl
     contract = _property(item).applies_to(_params(item))[0]
     return impl.reference(contract, st.settings.level, st.settings.fixed_token_id)
+
+
+class NotRun(pytest.skip.Exception):
+    """A property that was never run: the implementation hangs (:data:`watch.HANG_BUDGET`)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After each of simacc's properties, the whole harness is checked (the quick check
+    after each call covers what judges that call): a change fails the property."""
+    result = yield
+    if _property(item) is not None and session(item.config).loaded:
+        from simacc.harness import tamper
+
+        tamper.check(full=True, when="during this property")
+    return result
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -345,6 +382,9 @@ def pytest_runtest_makereport(item, call):
         examples = getattr(runner, "examples", None)
         if examples is not None:
             report.user_properties.append(("simacc_examples", examples))
+        output = runner.output if runner is not None else ""
+        if output:
+            report.sections.append(("Captured output of the implementation (simacc)", output))
         if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception) \
                 and getattr(runner, "last", None) is not None and not item.stash.get(_LISTED, False):
             _record(item, call, report, runner)
@@ -353,6 +393,8 @@ def pytest_runtest_makereport(item, call):
         item.stash[_STATUS] = status
     if report.when == "teardown":
         report.user_properties.append(("simacc_status", item.stash.get(_STATUS, Status.PASS).value))
+        if _NOT_RUN in item.stash:
+            report.user_properties.append(("simacc_not_run", item.stash[_NOT_RUN]))
     return report
 
 
@@ -364,11 +406,21 @@ def _status(item, call):
     listed = item.stash.get(_LISTED, False)
     if call.excinfo is None:
         return (Status.XPASS if listed else Status.PASS) if call.when == "call" else None
+    if call.excinfo.errisinstance(NotRun):
+        item.stash[_NOT_RUN] = str(call.excinfo.value)
+        return Status.NOT_RUN
     if call.excinfo.errisinstance(pytest.skip.Exception):
         return Status.SKIPPED
     if call.excinfo.errisinstance(pytest.xfail.Exception):
         return Status.XFAIL
-    return Status.XFAIL if listed and call.when == "call" else Status.FAIL
+    if listed and call.when == "call":
+        return Status.XFAIL
+    from simacc.harness.runner import ImplementationHung
+
+    return Status.HUNG if call.excinfo.errisinstance(ImplementationHung) else Status.FAIL
+
+
+_NOT_RUN = pytest.StashKey[str]()
 
 
 def _record(item, call, report, runner):
@@ -452,11 +504,14 @@ def _locate(spec):
 class _Reporter:
     """(``--simacc-stream``, on the controller) The session's events for the command that
     started it: what was collected, each test as it starts and its result as it ends (a
-    worker that died under a test included), warnings, and the end."""
+    worker that died under a test included), warnings, pytest's internal error, and the end
+    (with why the tests that never ran did not)."""
 
-    def __init__(self, path):
+    def __init__(self, path, config):
         self.path = path
+        self.config = config
         self.phases = {}
+        self.crashes = 0
 
     def pytest_collection_finish(self, session):
         if session.items:  # without xdist; with it the workers collect
@@ -477,6 +532,7 @@ class _Reporter:
         phases = self.phases.setdefault(report.nodeid, [])
         phases.append(report)
         if report.when in ("teardown", "???"):  # ???: xdist, the worker died under this test
+            self.crashes += report.when == "???"
             del self.phases[report.nodeid]
             stream.emit(self.path, "result", **_result(report.nodeid, phases))
 
@@ -484,11 +540,87 @@ class _Reporter:
         if issubclass(warning_message.category, pytest.PytestConfigWarning):
             stream.emit(self.path, "warning", message=str(warning_message.message))
 
+    def pytest_internalerror(self, excrepr, excinfo):
+        stream.emit(self.path, "internal_error", message=_last_line(excrepr))
+
     def pytest_sessionfinish(self, session, exitstatus):
+        ended = Status.ERROR if exitstatus == pytest.ExitCode.INTERNAL_ERROR else Status.NOT_RUN
         for nodeid, phases in self.phases.items():  # started, never finished
-            stream.emit(self.path, "result", **_result(nodeid, phases))
-        stream.emit(self.path, "finished", exitstatus=int(exitstatus))
+            stream.emit(self.path, "result", **_result(nodeid, phases, ended))
+        stream.emit(self.path, "finished", exitstatus=int(exitstatus), not_run=self._not_run(exitstatus))
         self.exitstatus = int(exitstatus)
+
+    def _not_run(self, exitstatus):
+        """Why a collected test never ran, as far as this process knows (empty: it does not)."""
+        hung = watch.hang_count(session(self.config).prefix)
+        if hung >= watch.HANG_BUDGET:
+            return f"the implementation hangs ({hung} calls outlasted the time limit)"
+        if self.crashes:
+            return f"pytest-xdist stopped replacing its crashed workers after {self.crashes} crash(es)"
+        if exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+            return "pytest stopped with an internal error"
+        return ""
+
+
+class _Deaths:
+    """How the session's processes died, named. On the xdist controller, a dead worker's
+    report (``???``) gets the status and line its last words give (:func:`watch.last_words`:
+    a watchdog or supervisor kill is a hang, counted against the hang budget); otherwise it
+    is a crash. In a worker that runs simacc's properties, pytest's internal error (the
+    implementation broke pytest, or ran it out of memory) becomes the worker's death, which
+    xdist survives by starting another, where a worker that finishes with tests left makes
+    xdist's controller fail with an internal error of its own."""
+
+    def __init__(self, config):
+        self.config = config
+        self.collected = False  # (xdist controller) some worker has collected, so it loaded the implementation
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.collected = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        """(xdist controller) A worker that dies before any worker has collected died
+        importing the implementation (where it is loaded): the session stops with that one
+        line, a usage error, instead of starting worker after worker to die the same way."""
+        st = session(self.config)
+        if error is None or self.collected or st.settings.impl is None or st.settings.references:
+            return
+        words = watch.last_words(st.prefix)
+        message = (f"IMPL {st.settings.impl!r}: the process importing it died before it said what it loaded: "
+                   + (words[1] if words else f"{error} (os._exit, or a crash, while it was imported?)"))
+        stream.emit(st.stream, "impl_error", message=message)
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        if report.when != "???" or not _is_ours(report.nodeid, self.config):
+            return
+        prefix = session(self.config).prefix
+        kind, line = watch.last_words(prefix) or ("crash", "")
+        status = {"watchdog": Status.HUNG, "killed": Status.HUNG, "internal": Status.ERROR}.get(kind, Status.CRASHED)
+        line = f"the worker process died while running it: {line}" if line else CRASH
+        if status == Status.HUNG:
+            watch.note_hang(prefix)
+        report.user_properties += [("simacc_status", status.value), ("simacc_death", line)]
+        report.longrepr = f"{report.longrepr}\n{line}"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_internalerror(self, excrepr, excinfo):
+        if not (hasattr(self.config, "workerinput") and session(self.config).loaded):
+            return
+        watch.say_last_words("internal", f"pytest failed in it with an internal error (the implementation may have "
+                                         f"broken pytest, or run it out of memory): {_last_line(excrepr)}",
+                             prefix_=session(self.config).prefix)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(pytest.ExitCode.INTERNAL_ERROR))
+
+
+def _last_line(excrepr):
+    lines = [line for line in str(excrepr).strip().splitlines() if line.strip()]
+    return stream.clip(lines[-1].removeprefix("E").strip() if lines else "", 500)
 
 
 @pytest.hookimpl(trylast=True)
@@ -496,8 +628,11 @@ def pytest_unconfigure(config):
     """Under a simacc command (``--simacc-stream``), the last thing a process of the session
     does: end at once. Everything is said by now; the interpreter's teardown would only keep
     the command waiting, forever with a non-daemon thread the implementation left running.
-    A plain pytest session ends as pytest ends it."""
+    A plain pytest session ends as pytest ends it, and its controller removes the session's
+    shared files."""
     if not config.getoption("simacc_stream", None):
+        if _SESSION in config.stash and not hasattr(config, "workerinput"):
+            watch.clean(session(config).prefix)
         return
     reporter = config.pluginmanager.get_plugin("simacc-stream")
     sys.stdout.flush()
@@ -505,20 +640,21 @@ def pytest_unconfigure(config):
     os._exit(getattr(reporter, "exitstatus", 0))
 
 
-def _result(nodeid, phases):
-    """One test's result from its phase reports, as the stream carries it."""
+def _result(nodeid, phases, unfinished=Status.NOT_RUN):
+    """One test's result from its phase reports, as the stream carries it; ``unfinished`` is
+    the status of a test that started and never reached its teardown."""
     props = {}
     for r in phases:
         props.update(dict(r.user_properties))
-    status, message, unfinished = props.get("simacc_status"), "", False
+    status, message, cut_short = props.get("simacc_status"), "", False
     failed = next((r for r in phases if r.failed), None)
     skipped = next((r for r in phases if r.skipped and isinstance(r.longrepr, tuple)), None)
     if any(r.when == "???" for r in phases):
-        status = Status.FAIL.value
-        message = "the worker process died while running it (a segfault, os._exit or a watchdog kill of a hung call)"
+        status, message = props.get("simacc_status", Status.CRASHED.value), props.get("simacc_death", CRASH)
     elif status is None:  # never reached its teardown
-        status, message = Status.FAIL.value, "the run ended before this test finished"
-        unfinished = True
+        status, message, cut_short = unfinished.value, "the run ended before this test finished", True
+    elif status == Status.NOT_RUN.value:
+        message = props.get("simacc_not_run", "")
     elif failed is not None:
         crash = getattr(failed.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else str(failed.longrepr).strip().splitlines()[-1]
@@ -530,4 +666,4 @@ def _result(nodeid, phases):
                 sections=props.get("simacc_sections"), status=status, message=message,
                 examples=props.get("simacc_examples"),
                 seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
-                case=props.get("simacc_case"), unfinished=unfinished)
+                case=props.get("simacc_case"), unfinished=cut_short)

@@ -18,6 +18,16 @@ On CUDA the call runs with the inputs' device as the current one (as a serving p
 does) and is followed by a synchronisation of that device, so asynchronous errors belong to
 the call that caused them.
 
+Around each call the runner also protects the process and the harness from the code it
+calls (``_protected``; what it defends against is in ``docs/trust.md``): torch's global state,
+the working directory and the signal handlers are restored (what changed goes into the
+outcome, for the property that judges it), the implementation's output is kept up to a
+bound, the harness's own functions are checked, results are read as plain tensors, a
+``KeyboardInterrupt`` the code raised is its error (only a real Ctrl-C interrupts), and a
+heartbeat tells a supervising command that a call is in progress, so that it can enforce a
+deadline of its own whatever the call does to its signals. A call that outlasts the limit
+is counted (:mod:`simacc.harness.watch`): after a few, the session stops calling it.
+
 A runner belongs to one test: it knows the implementation, the device the test runs on and
 the Hypothesis settings its properties run under. The last case run is remembered for the
 repro file.
@@ -25,18 +35,20 @@ repro file.
 
 import faulthandler
 import signal
-import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 
 import torch
 
-from simacc.harness import explain
+from simacc.harness import explain, process_state, tamper, watch
+from simacc.harness.capture import Capture
+from simacc.harness.interrupts import Recorder
 from simacc.harness.settings import DEFAULT_TIMEOUT
-
-WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
-WATCHDOG_ROOM = 20.0  # extra seconds the watchdog is armed with, so that it is re-armed rarely
+from simacc.harness.stream import clip
+from simacc.harness.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
+from simacc.harness.watch import WATCHDOG_GRACE, WATCHDOG_ROOM
 
 
 class ImplementationFailed(AssertionError):
@@ -56,7 +68,8 @@ class ImplementationHung(BaseException):
 class Outcome:
     """What one call did: its return value (or error), every argument after the call
     (``args``) and the CPU generator state before and after. ``before`` rebuilds the
-    arguments as they were before the call, from the case, when a property asks."""
+    arguments as they were before the call, from the case, when a property asks.
+    ``changed`` lists the process state the call changed (and the runner restored)."""
 
     returned: object
     error: BaseException | None
@@ -65,6 +78,7 @@ class Outcome:
     rng_after: torch.Tensor
     case: object
     device: str
+    changed: tuple = ()
 
     @property
     def draws_consumed(self):
@@ -81,13 +95,24 @@ class _Watchdog:
     def __init__(self):
         self.until = 0.0
         self.users = 0
+        self.overtime = False  # the limit of the call in progress went off (it may catch it and return anyway)
 
     def cover(self, seconds):
         """Make sure the timer fires no sooner than ``seconds`` from now."""
         now = time.monotonic()
-        if self.until - now < seconds and sys.__stderr__ is not None:  # it needs a real file
-            faulthandler.dump_traceback_later(seconds + WATCHDOG_ROOM, exit=True, file=sys.__stderr__)
-            self.until = now + seconds + WATCHDOG_ROOM
+        if self.until - now < seconds:
+            self._arm(seconds + WATCHDOG_ROOM)
+
+    def tighten(self):
+        """The call in progress has outlasted its limit: end the process if it is still
+        running :data:`WATCHDOG_GRACE` seconds from now (it caught the interrupt)."""
+        self._arm(WATCHDOG_GRACE)
+
+    def _arm(self, seconds):
+        where = watch.watchdog_file()
+        if where is not None:  # it needs a real file
+            faulthandler.dump_traceback_later(seconds, exit=True, file=where)
+            self.until = time.monotonic() + seconds
 
     def release(self):
         self.users -= 1
@@ -100,6 +125,8 @@ _WATCHDOG = _Watchdog()
 
 
 def _alarm(signum, frame):
+    _WATCHDOG.overtime = True
+    _WATCHDOG.tighten()
     raise ImplementationHung
 
 
@@ -109,10 +136,11 @@ class Runner:
     properties it serves run under (None: simacc's ``default`` profile, a random seed).
 
     Use it as a context manager (the ``simacc`` fixture does): leaving it disarms the
-    watchdog once no other runner needs it.
+    watchdog once no other runner needs it. ``capture`` False lets the implementation's
+    output through instead of keeping it (``output``) up to a bound.
     """
 
-    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None):
+    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None, capture=True):
         self.impl = impl
         self.device = device
         self.timeout = timeout
@@ -121,54 +149,80 @@ class Runner:
         self.last = None  # (case, device) of the most recent call: what a repro records
         self.examples = None  # examples the last property run to an outcome (Property.run)
         self._previous_handler = None  # SIGALRM's handler before this runner installed its own
+        self._capture = Capture(capture)
+        self._interrupts = Recorder()
+        self._changed = ()
 
     def __enter__(self):
         _WATCHDOG.users += 1
         if _can_alarm():  # installing a handler costs microseconds: once per runner, not per call
             self._previous_handler = signal.signal(signal.SIGALRM, _alarm)
+        self._interrupts.__enter__()
         return self
 
     def __exit__(self, *exc):
+        self._interrupts.__exit__()
         if self._previous_handler is not None:
             signal.signal(signal.SIGALRM, self._previous_handler)
             self._previous_handler = None
+        self._capture.close()
         _WATCHDOG.release()
+
+    @property
+    def output(self):
+        """What the implementation printed in this runner's calls, up to a bound."""
+        return self._capture.text
 
     def attempt(self, case, device=None):
         """Run ``case`` on ``device`` (default: the runner's) from its seed; never raises for
         the implementation's own errors (they land in ``Outcome.error``), only
-        :class:`ImplementationHung`."""
+        :class:`ImplementationHung` and :class:`HarnessModified`."""
         device = self.device if device is None else device
+        if self.impl.modified_at_import:
+            raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
         self.last = (case, device)
         args = case.args(device)
         torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
+        interrupts = self._interrupts.count
         try:
-            returned, error = self._call(args), None
+            returned = self._call(args)
         except ImplementationHung:
+            watch.note_hang()
             raise ImplementationHung(explain.message(
                 f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)",
                 case)) from None
-        except KeyboardInterrupt:
-            raise  # Ctrl-C stops the run; it is not the implementation's result
+        except HarnessModified:
+            raise
+        except KeyboardInterrupt as e:
+            if self._interrupts.real_since(interrupts):
+                raise  # Ctrl-C stops the run; it is not the implementation's result
+            return self._outcome(None, e, args, rng_before, case, device)  # raised by the code itself: its error
         except BaseException as e:  # noqa: BLE001 - reported, never swallowed
-            returned, error = None, e
-        return Outcome(returned, error, args, rng_before, torch.get_rng_state(), case, device)
+            # returned from here, so that this frame (which the error's traceback keeps) no longer holds it
+            return self._outcome(None, e, args, rng_before, case, device)
+        return self._outcome(returned, None, args, rng_before, case, device)
+
+    def _outcome(self, returned, error, args, rng_before, case, device):
+        error = None if error is None else _released(error)
+        return Outcome(tamper.plain(returned), error, tamper.plain_args(args), rng_before, torch.get_rng_state(), case,
+                       device, self._changed)
 
     def run(self, case, device=None):
         """Like :meth:`attempt`, but an error from the implementation fails the property."""
         outcome = self.attempt(case, device)
         if outcome.error is not None:
-            e = outcome.error
-            said = " ".join(str(e).split())  # one line: the message's first line is its summary
-            raise ImplementationFailed(explain.message(
-                f"{self.impl.spec} raised {type(e).__name__}: {said} on {outcome.device}", case)) from e
+            said = " ".join(_said(outcome.error).split())  # one line: the message's first line is its summary
+            failure = ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {outcome.device}", case))
+            cause = _bounded(outcome.error)
+            del outcome  # this frame stays in the failure's traceback: it must not hold the error's message
+            raise failure from cause
         return outcome
 
     def _call(self, args):
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)
         if cuda is None:
-            return self._limited(self.impl.call, args)
+            return self._protected(self.impl.call, args)
 
         def on_device(kwargs):
             with torch.cuda.device(cuda):
@@ -176,20 +230,74 @@ class Runner:
                 torch.cuda.synchronize(cuda)
             return returned
 
-        return self._limited(on_device, args)
+        return self._protected(on_device, args)
 
     def _limited(self, fn, args):
         _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)
         if not _can_alarm():
             return _in_thread(fn, args, self.timeout)
         previous = signal.signal(signal.SIGALRM, _alarm) if self._previous_handler is None else None
+        _WATCHDOG.overtime = False
         signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
-            return fn(args)
+            returned = fn(args)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             if previous is not None:
                 signal.signal(signal.SIGALRM, previous)
+            if _WATCHDOG.overtime:
+                _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)  # the next call gets its whole limit again
+        if _WATCHDOG.overtime:
+            raise ImplementationHung  # it caught the interrupt and returned: late all the same
+        return returned
+
+    # -- protecting the process and the harness from the call (docs/trust.md) ----------------
+
+    def _protected(self, fn, args):
+        """``fn(args)`` under the time limit, with the process state restored afterwards
+        (what changed kept for the outcome), the output kept up to a bound, a heartbeat for
+        a supervisor while it runs, and the harness checked once it is over."""
+        before = process_state.snapshot()
+        self._capture.start()
+        watch.beat(self.timeout)
+        try:
+            return self._limited(fn, args)
+        finally:
+            watch.rest()
+            self._capture.stop()
+            self._changed = process_state.restore(before)
+            tamper.check(full=False)
+
+
+def _released(error):
+    """``error`` without the frame that caught it at the top of its traceback, and with the locals of
+    the implementation's finished frames cleared: a reference cycle through them would keep
+    each failed call's arguments and message (megabytes, in a hostile case) alive until a
+    full garbage collection, call after call."""
+    tb = error.__traceback__
+    error.__traceback__ = tb.tb_next if tb is not None else None
+    traceback.clear_frames(error.__traceback__)
+    return error
+
+
+def _said(error):
+    """``Type: message`` of the implementation's error, cut to a bound (its message may be
+    megabytes; it would be copied into every report)."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - a message that cannot be printed is reported as such
+        text = "(its message could not be printed)"
+    return f"{type(error).__name__}: {clip(text)}" if text else type(error).__name__
+
+
+class ImplementationError(Exception):
+    """What the implementation raised, as its type and bounded message, with its traceback."""
+
+
+def _bounded(error):
+    """The implementation's error with its traceback but its message cut to a bound: the
+    cause a failure is reported with."""
+    return ImplementationError(_said(error)).with_traceback(error.__traceback__)
 
 
 def _can_alarm():

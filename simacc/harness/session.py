@@ -1,4 +1,5 @@
-"""Running simacc's properties as a pytest session in a child process, and hearing it.
+"""Running simacc's properties as a pytest session in a child process, and hearing it; and
+supervising any child of a simacc command the same way.
 
 A simacc command never imports the implementation it checks: the child does (its xdist
 workers, or the child itself with ``-n 0``), and reports through the event stream
@@ -10,33 +11,53 @@ child that ends without its ``finished`` event ended early, which is never a suc
 The child runs with a configuration of its own (a minimal ini, no conftest of the folder it
 runs in, no plugins but pytest-xdist, Hypothesis's and simacc's), so the project around it
 cannot change the check; every setting is passed explicitly, its paths absolute.
+
+A :class:`Supervisor` holds what makes a child safe to wait for, whoever starts it (the
+check's session here, ``repro`` and ``mutants`` through :func:`supervised`, each round of
+``fuzz``):
+
+* its own deadline (:class:`Deadline`): every process of the session beats a heartbeat file
+  while a call runs (:mod:`simacc.harness.watch`), and one whose call has outlasted its
+  limit by :data:`~simacc.harness.watch.SUPERVISOR_MARGIN` is killed, whatever it did to
+  its alarm, its signals or its watchdog;
+* bounded output: the child's output is read as it comes and only its last
+  :data:`OUTPUT_TAIL` bytes are kept;
+* a diagnosis of how it ended (:meth:`Supervisor.death`): a kill of this supervisor's, the
+  watchdog's, a signal, or an exit code, in one line.
 """
 
+import argparse
+import collections
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from simacc.harness import settings as opts
-from simacc.harness import stream
+from simacc.harness import stream, watch
+from simacc.harness.status import Status
 
 POLL_S = 0.1
+OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
 
 
 @dataclass
 class Heard:
     """What one session said: its events in order, how the child ended, the end of its
-    output, and the command that ran it."""
+    output, the command that ran it, and, when it ended without finishing, why
+    (``death``: a ``(Status, line)`` pair, or None when nothing is known)."""
 
     events: list
     returncode: int
     output: str
     command: str
+    death: tuple | None = None
 
     def of(self, kind):
         return [e for e in self.events if e["event"] == kind]
@@ -44,6 +65,113 @@ class Heard:
     @property
     def finished(self):
         return bool(self.of("finished"))
+
+
+class Deadline:
+    """The supervisor's own deadline on the calls of the processes that share ``prefix``:
+    a process whose call has run past its limit plus ``margin`` (by default
+    :data:`watch.SUPERVISOR_MARGIN`: the watchdog had its chance) is killed, and its last
+    words say so."""
+
+    def __init__(self, prefix, margin=watch.SUPERVISOR_MARGIN):
+        self.prefix = prefix
+        self.margin = margin
+        self.killed = {}  # pid -> the line its last words say
+        self._seen = {}  # pid -> the start of its call at the previous look
+
+    def check(self):
+        """Look at every heartbeat once; kill what is past its deadline."""
+        now = time.monotonic()
+        for path in watch.beats(self.prefix):
+            beat = watch.read_beat(path)
+            if beat is None:
+                continue
+            pid, started, limit = beat
+            seen, self._seen[pid] = self._seen.get(pid), started
+            if not started or seen != started or now - started <= limit + self.margin:
+                continue  # between calls, a new call (or a torn read), or still in time
+            line = (f"simacc's supervisor killed it: the code under test ran {now - started:.0f} s in one call (or "
+                    f"its import), past its {limit:g} s time limit and the watchdog (it disarmed or blocked them)")
+            watch.say_last_words("killed", line, pid, self.prefix)
+            self.killed[pid] = line
+            try:
+                os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            except OSError:
+                pass
+
+
+class Supervisor:
+    """A child process, watched (see the module): ``command`` runs with its processes
+    sharing ``prefix``; its output is kept (the last :data:`OUTPUT_TAIL` bytes) when
+    ``capture``, else it goes to this process's own."""
+
+    def __init__(self, command, prefix, capture=True, env=None):
+        self.prefix = prefix
+        self.deadline = Deadline(prefix)
+        self._tail = collections.deque()
+        self._size = 0
+        self.dropped = 0
+        pipe = subprocess.PIPE if capture else None
+        self.child = subprocess.Popen(command, stdout=pipe, stderr=subprocess.STDOUT if capture else None,
+                                      stdin=subprocess.DEVNULL, env=env)
+        self._reader = None
+        if capture:
+            self._reader = threading.Thread(target=self._read, name="simacc-output", daemon=True)
+            self._reader.start()
+
+    def _read(self):
+        while True:
+            chunk = self.child.stdout.read1(65536)
+            if not chunk:
+                return
+            self._tail.append(chunk)
+            self._size += len(chunk)
+            while self._size - len(self._tail[0]) >= OUTPUT_TAIL:
+                self._size -= len(self._tail[0])
+                self.dropped += len(self._tail.popleft())
+
+    def poll(self):
+        """Whether the child still runs; enforces the deadline."""
+        self.deadline.check()
+        return self.child.poll() is None
+
+    def wait(self, on_poll=None):
+        """Wait for the child, calling ``on_poll()`` between looks; its return code."""
+        while self.poll():
+            time.sleep(POLL_S)
+            if on_poll is not None:
+                on_poll()
+        return self.finish()
+
+    def finish(self):
+        """After the child ended: its return code, once its output is all read."""
+        code = self.child.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        return code
+
+    @property
+    def output(self):
+        """The end of the child's output, as text."""
+        return b"".join(self._tail).decode("utf-8", errors="replace")
+
+    def death(self, pid=None):
+        """``(Status, reason)``: how the child (or its process ``pid``) ended, when it ended
+        before its work was done; ``reason`` says it of "the process": "it was ended by
+        SIGSEGV (a segfault)"."""
+        pid = self.child.pid if pid is None else pid
+        words = watch.last_words(self.prefix, pid)
+        if words is not None:
+            kind, line = words
+            return (Status.ERROR if kind == "internal" else Status.HUNG), line
+        code = self.child.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+            why = {"SIGSEGV": "a segfault", "SIGKILL": "killed from outside: the out-of-memory killer?",
+                   "SIGABRT": "aborted", "SIGBUS": "a bus error"}.get(name, "a signal")
+            return Status.CRASHED, f"it was ended by {name} ({why})"
+        return Status.CRASHED, (f"it ended with exit code {code} before its work was done (the code under test ended "
+                                "it: os._exit, or sys.exit in a thread?)")
 
 
 def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyargs", "simacc.properties")):
@@ -78,7 +206,6 @@ def run(chosen, workers, on_event=None, extra=()):
     with tempfile.TemporaryDirectory(prefix="simacc-session-") as scratch:
         path = Path(scratch) / "events.jsonl"
         args = arguments(chosen, workers, path, scratch, extra)
-        command = [sys.executable, "-m", "pytest", *args]
         reader, events = stream.Reader(path), []
 
         def hear():
@@ -87,19 +214,16 @@ def run(chosen, workers, on_event=None, extra=()):
                 if on_event is not None:
                     on_event(event)
 
-        with open(Path(scratch) / "output.txt", "w+", encoding="utf-8", errors="replace") as output:
-            child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-            try:
-                while child.poll() is None:
-                    time.sleep(POLL_S)
-                    hear()
-            except KeyboardInterrupt:
-                child.wait()  # the child heard the same Ctrl-C: it stops and says so
-                events.append({"event": "interrupted"})
-            hear()
-            output.seek(0)
-            tail = "\n".join(output.read().rstrip().splitlines()[-30:])
-        return Heard(events, child.returncode, tail, shlex.join(["python", "-m", "pytest", *args]))
+        child = Supervisor([sys.executable, "-m", "pytest", *args], str(path))
+        try:
+            returncode = child.wait(hear)
+        except KeyboardInterrupt:
+            returncode = child.finish()  # the child heard the same Ctrl-C: it stops and says so
+            events.append({"event": "interrupted"})
+        hear()
+        death = None if any(e["event"] == "finished" for e in events) else child.death()
+        tail = "\n".join(child.output.rstrip().splitlines()[-30:])
+        return Heard(events, returncode, tail, shlex.join(["python", "-m", "pytest", *args]), death)
 
 
 def _hear_ctrl_c():
@@ -165,3 +289,41 @@ class Running:
         self._output.close()
         self._scratch.cleanup()
         return Heard(self.events, self.child.returncode, tail, shlex.join(["python", "-m", "pytest", *self.args]))
+
+
+# -- a simacc command run under a supervisor --------------------------------------------------
+
+SUPERVISED_BY = "--supervised-by"
+
+
+def supervise_command(parser):
+    """Let ``parser``'s command run under a supervisor when ``simacc`` runs as a program
+    (:func:`simacc.commands.cli.main`): its exit status is then the one the child reports,
+    never whatever status the child's process ended with."""
+    parser.add_argument(SUPERVISED_BY, dest="supervised_by", default=None, help=argparse.SUPPRESS)
+    parser.set_defaults(supervise=True)
+
+
+def supervised(argv, name):
+    """Run ``simacc ARGV`` in a child under a :class:`Supervisor`, its output going straight
+    to this process's, and return the exit code the child reported; when it ended without
+    reporting one (the code under test ended its process, or a kill), ``1`` and one line on
+    stderr saying how it ended. A Ctrl-C reaches the child too; without its report, 130."""
+    from simacc.commands.exits import Exit
+
+    with tempfile.TemporaryDirectory(prefix="simacc-supervised-") as scratch:
+        prefix = str(Path(scratch) / "command")
+        child = Supervisor([sys.executable, "-m", "simacc", *argv, f"{SUPERVISED_BY}={prefix}"], prefix, capture=False)
+        try:
+            child.wait()
+        except KeyboardInterrupt:
+            child.finish()
+            code = watch.reported_result(prefix)
+            return Exit.INTERRUPTED if code is None else code
+        code = watch.reported_result(prefix)
+        if code is not None:
+            return code
+        _, reason = child.death()
+        print(f"simacc {name}: the process doing the work died, {reason}; so it is a failure (exit "
+              f"{int(Exit.FAILED)})", file=sys.stderr)
+        return Exit.FAILED

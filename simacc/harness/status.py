@@ -10,6 +10,10 @@ class Status(str, enum.Enum):
     FAIL = "FAIL"
     XFAIL = "expected failure"  # failed, as the xfails file says it would
     XPASS = "unexpected pass"  # listed in the xfails file, and passed: a failure of the check
+    HUNG = "hung"  # a call outlasted the time limit: interrupted, or its process ended (watchdog, supervisor)
+    CRASHED = "crashed"  # the process running it died under it (a segfault, os._exit, a kill for memory)
+    ERROR = "internal error"  # pytest or simacc failed while running it: no verdict on the implementation
+    NOT_RUN = "not run"  # never run: the implementation hangs, the workers kept dying, or the run ended first
     SKIPPED = "skipped"  # could not run here (a missing device or package)
     NOT_APPLICABLE = "not applicable"  # does not apply to this implementation's contract or level
 
@@ -17,5 +21,6 @@ class Status(str, enum.Enum):
         return self.value
 
 
-CHECKED = frozenset({Status.PASS, Status.FAIL, Status.XFAIL, Status.XPASS})  # the implementation was run
-FAILED = frozenset({Status.FAIL, Status.XPASS})
+CHECKED = frozenset({Status.PASS, Status.FAIL, Status.XFAIL, Status.XPASS, Status.HUNG, Status.CRASHED})  # it ran
+FAILED = frozenset({Status.FAIL, Status.XPASS, Status.HUNG, Status.CRASHED, Status.ERROR})
+INCOMPLETE = frozenset({Status.NOT_RUN})  # no failure of its own, but a check with such a row never passes

@@ -14,9 +14,17 @@ import os
 MAX_FIELD = 4000
 
 
+def clip(text, limit=MAX_FIELD):
+    """``text`` cut to ``limit`` characters, saying how many were left out: an exception's
+    message or an output can be megabytes, and every report that copies it would be too."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
 def _bounded(value):
-    if isinstance(value, str) and len(value) > MAX_FIELD:
-        return value[:MAX_FIELD] + f"... [{len(value) - MAX_FIELD} more characters]"
+    if isinstance(value, str):
+        return clip(value)
     if isinstance(value, dict):
         return {k: _bounded(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

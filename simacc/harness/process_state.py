@@ -1,0 +1,113 @@
+"""The process-wide state a call must leave as it found it (CONTRACT.md §11.4): torch's
+default dtype and device, grad mode, the deterministic-algorithms flag and the thread count,
+and the working directory and the signal handlers the harness relies on (``SIGALRM`` for the
+time limit, ``SIGINT`` for Ctrl-C).
+
+The runner takes a :func:`snapshot` before each call and :func:`restore`\\ s it after, keeping
+what had changed for the property that judges it; the implementation's import is wrapped
+the same way. So no change of global state outlives the call that made it: a default device
+of ``meta`` cannot turn the next test into an internal error, a default dtype of float64
+cannot change the next call's draws, and a change of directory cannot move a repro file.
+
+A snapshot costs about a microsecond: the default device is read as the depth of torch's
+function-mode stack (where ``torch.set_default_device`` puts it), and in full only when that
+depth is not zero.
+"""
+
+import os
+import signal
+from typing import NamedTuple
+
+try:
+    from _signal import getsignal as _handler  # signal.getsignal's enum conversions cost microseconds
+except ImportError:  # another interpreter
+    _handler = signal.getsignal
+
+import torch
+
+_SIGNALS = (signal.SIGALRM, signal.SIGINT) if hasattr(signal, "SIGALRM") else (signal.SIGINT,)
+_modes = getattr(torch._C, "_len_torch_function_stack", None)
+
+
+class Snapshot(NamedTuple):
+    dtype: object
+    modes: int  # the torch function modes active (a default device is one)
+    device: object  # the default device when ``modes`` is not 0, else None (cpu)
+    grad: bool
+    deterministic: tuple
+    threads: int
+    cwd: str | None
+    handlers: tuple
+
+
+def snapshot():
+    """The process state now (a plain tuple in :class:`Snapshot`'s order: built a few times
+    faster than the named one, and compared the same)."""
+    modes = _modes() if _modes is not None else 1
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the folder was removed
+        cwd = None
+    return (torch.get_default_dtype(), modes, torch.get_default_device() if modes else None, torch.is_grad_enabled(),
+            (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
+            torch.get_num_threads(), cwd, tuple(map(_handler, _SIGNALS)))
+
+
+def restore(before):
+    """Put back what changed since ``before`` (a :func:`snapshot`); a tuple of one line per
+    change, empty when nothing changed."""
+    now = snapshot()
+    if now == before:
+        return ()
+    now, before = Snapshot(*now), Snapshot(*before)
+    changes = []
+    if now.dtype != before.dtype:
+        changes.append(f"default dtype {_name(before.dtype)} -> {_name(now.dtype)}")
+        torch.set_default_dtype(before.dtype)
+    if (now.modes, now.device) != (before.modes, before.device):
+        changes.append(f"default device {before.device or 'cpu'} -> {torch.get_default_device()}")
+        _restore_device(before)
+    if now.grad != before.grad:
+        changes.append(f"grad mode {_on(before.grad)} -> {_on(now.grad)}")
+        torch.set_grad_enabled(before.grad)
+    if now.deterministic != before.deterministic:
+        changes.append(f"deterministic algorithms {_deterministic(before)} -> {_deterministic(now)}")
+        torch.use_deterministic_algorithms(before.deterministic[0], warn_only=before.deterministic[1])
+    if now.threads != before.threads:
+        changes.append(f"thread count {before.threads} -> {now.threads}")
+        torch.set_num_threads(before.threads)
+    if now.cwd != before.cwd:
+        changes.append(f"working directory {before.cwd} -> {now.cwd or '(removed)'}")
+        if before.cwd is not None:
+            os.chdir(before.cwd)
+    for number, old, new in zip(_SIGNALS, before.handlers, now.handlers):
+        if new is not old:
+            changes.append(f"{signal.Signals(number).name} handler replaced")
+            try:
+                signal.signal(number, old)
+            except (ValueError, TypeError):  # outside the main thread, or not a handler Python set
+                pass
+    return tuple(changes)
+
+
+def _restore_device(before):
+    if before.modes:
+        torch.set_default_device(before.device)
+        return
+    torch.set_default_device(None)
+    pop = getattr(torch._C, "_pop_torch_function_stack", None)
+    while pop is not None and _modes() > 0:  # a mode entered and never left
+        pop()
+
+
+def _name(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def _on(flag):
+    return "on" if flag else "off"
+
+
+def _deterministic(state):
+    mode, warn_only = state.deterministic
+    return f"{_on(mode)}{' (warn only)' if mode and warn_only else ''}"
