@@ -25,7 +25,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from simacc import properties
-from simacc.commands import check, cli
+from simacc.commands import check, cli, verdict
 from simacc.harness import impl, inprocess, profiles, session, tamper, watch
 from simacc.harness import repro_files as reprofile
 from simacc.harness import settings as opts
@@ -340,3 +340,24 @@ def test_every_case_a_property_draws_is_usable(data):
     pid, contract, cases = data.draw(st.sampled_from(_replayable_strategies()), label="property")
     case = data.draw(cases, label="case")
     assert reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))).summary() == case.summary()
+
+
+# -- the verdict of a session that did not finish ------------------------------------------
+
+
+def test_a_row_not_run_fails_the_check_and_is_never_a_pass_in_junit():
+    got = verdict.build({}, ["p/t.py::test_a[cpu]"], [], stopped="the implementation hangs")
+    assert got.exit_code == 1 and [(r.status, r.message) for r in got.results] == [
+        (Status.NOT_RUN, "not run: the implementation hangs")]
+    assert "<skipped message=" in verdict.junit(got)
+
+
+def test_a_session_that_never_said_it_finished_is_incomplete_even_if_every_row_passed():
+    node = "simacc/properties/test_index.py::test_index_rows_are_root_plus_range_then_minus_one[cpu]"
+    events = [{"event": "collected", "nodeids": [node]}, {"event": "started", "nodeid": node},
+              {"event": "result", "nodeid": node, "status": "pass", "device": "cpu"}]
+    heard = session.Heard(events, 0, "", "python -m pytest", (Status.CRASHED, "it ended with exit code 0"))
+    chosen = opts.resolve({"impl": "m:f"})
+    got = check._verdict(chosen, heard, {"contract": "eagle"})
+    assert (got.exit_code, got.outcome) == (1, "incomplete")
+    assert verdict.render(got).endswith("INCOMPLETE: the pytest process died: it ended with exit code 0; 1 pass (exit 1)")
