@@ -25,7 +25,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from simacc import properties
-from simacc.commands import check, cli
+from simacc.commands import check, cli, verdict
 from simacc.harness import impl, inprocess, profiles, session, tamper, watch
 from simacc.harness import repro_files as reprofile
 from simacc.harness import settings as opts
@@ -202,12 +202,12 @@ def test_a_call_that_swallows_the_interrupt_is_ended_by_the_watchdog_and_named(w
 def test_an_internal_error_in_a_worker_is_that_workers_death_not_the_runs(workdir):
     chosen = opts.resolve({"impl": spec("breaks_pytest"), "device": "cpu", "max_examples": 2, "seed": 0,
                            "properties": (INDEX, COUNT)})
-    heard = session.run(chosen, 1, extra=["--max-worker-restart=1"])
+    heard = session.run(chosen, 1, extra=["--max-worker-restart=0"])  # one death is enough to see
     result = check._verdict(chosen, heard, {"contract": "eagle"})
-    statuses = {r.id: r.status for r in result.results}
-    assert statuses == {INDEX: Status.ERROR, COUNT: Status.ERROR} and result.exit_code == 1, statuses
-    assert "pytest failed in it with an internal error" in result.results[0].message
-    assert "INTERNALERROR" not in heard.output
+    statuses = sorted(r.status for r in result.results)
+    assert statuses == [Status.ERROR, Status.NOT_RUN] and result.exit_code == 1, statuses
+    died = next(r for r in result.results if r.status == Status.ERROR)
+    assert "pytest failed in it with an internal error" in died.message and "INTERNALERROR" not in heard.output
 
 
 def test_the_supervisor_kills_a_call_that_outlives_its_deadline_whatever_its_signals(tmp_path):
@@ -330,3 +330,24 @@ def test_every_case_a_property_draws_is_usable(data):
     pid, contract, cases = data.draw(st.sampled_from(_replayable_strategies()), label="property")
     case = data.draw(cases, label="case")
     assert reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))).summary() == case.summary()
+
+
+# -- the verdict of a session that did not finish ------------------------------------------
+
+
+def test_a_row_not_run_fails_the_check_and_is_never_a_pass_in_junit():
+    got = verdict.build({}, ["p/t.py::test_a[cpu]"], [], stopped="the implementation hangs")
+    assert got.exit_code == 1 and [(r.status, r.message) for r in got.results] == [
+        (Status.NOT_RUN, "not run: the implementation hangs")]
+    assert "<skipped message=" in verdict.junit(got)
+
+
+def test_a_session_that_never_said_it_finished_is_incomplete_even_if_every_row_passed():
+    node = "simacc/properties/test_index.py::test_index_rows_are_root_plus_range_then_minus_one[cpu]"
+    events = [{"event": "collected", "nodeids": [node]}, {"event": "started", "nodeid": node},
+              {"event": "result", "nodeid": node, "status": "pass", "device": "cpu"}]
+    heard = session.Heard(events, 0, "", "python -m pytest", (Status.CRASHED, "it ended with exit code 0"))
+    chosen = opts.resolve({"impl": "m:f"})
+    got = check._verdict(chosen, heard, {"contract": "eagle"})
+    assert (got.exit_code, got.outcome) == (1, "incomplete")
+    assert verdict.render(got).endswith("INCOMPLETE: the pytest process died: it ended with exit code 0; 1 pass (exit 1)")

@@ -105,8 +105,9 @@ class _Watchdog:
 
     def tighten(self):
         """The call in progress has outlasted its limit: end the process if it is still
-        running :data:`WATCHDOG_GRACE` seconds from now (it caught the interrupt)."""
-        self._arm(WATCHDOG_GRACE)
+        running :data:`~simacc.harness.watch.INTERRUPTED_GRACE` seconds from now (it caught the
+        interrupt, or it is stuck in C code that the interrupt cannot reach)."""
+        self._arm(watch.INTERRUPTED_GRACE)
 
     def _arm(self, seconds):
         where = watch.watchdog_file()

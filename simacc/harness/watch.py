@@ -31,6 +31,7 @@ import time
 
 HANG_BUDGET = 2  # calls past the time limit in a session before the rest is not run
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
+INTERRUPTED_GRACE = 2.0  # seconds an interrupted call has to stop (unwinding takes microseconds)
 WATCHDOG_ROOM = 20.0  # extra seconds the watchdog is armed with, so that it is re-armed rarely
 SUPERVISOR_MARGIN = WATCHDOG_GRACE + WATCHDOG_ROOM + 5.0  # past the limit: the watchdog had its chance
 _BEAT = struct.Struct("dd")
