@@ -2,9 +2,10 @@
 contract's reference, or promote the case to the project's regression corpus; or clean the
 repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`).
 
-Replaying calls the property's own body with the recorded case, so a replay checks exactly
-what the suite checked. The device is an argument, not part of the case: a case found on
-CUDA replays on a CPU. Replaying without ``--impl`` imports the implementation the file
+Replaying calls the property's own body with the recorded case, in the grad mode it was
+found in, so a replay checks exactly what the suite checked; a serving-loop failure's file
+holds a program, which replays step by step. The device is an argument, not part of the
+case: a case found on CUDA replays on a CPU. Replaying without ``--impl`` imports the implementation the file
 names; look at that line first when the file came from elsewhere.
 
 Nothing checked is never success: a replay that cannot happen here (the device
@@ -179,16 +180,22 @@ def _replay_file(args):
         print(f"note: {note}")
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module})")
-    print(f"case      {record.case.summary()}")
+    if prop.machine:
+        print("program   " + "\n".join(record.case.lines()))
+    else:
+        print(f"case      {record.case.summary()}")
     print(f"impl      {chosen.spec} (contract {chosen.contract}) on {device}"
-          + ("" if device == record.device else f" (recorded on {record.device})"))
-    with Runner(chosen, device, timeout) as runner:
+          + ("" if device == record.device else f" (recorded on {record.device})")
+          + (f", under {record.context}" if record.context else ""))
+    with Runner(chosen, device, timeout, context=record.context) as runner:
         error = prop.replay(runner, record.case)
         if error is None:
             print(f"pass: {prop.id} holds for this case")
         else:
             print(f"FAIL: {type(error).__name__}: {error}".splitlines()[0])
-            if not isinstance(error, ImplementationHung):  # calling it again would hang again
+            if prop.machine:
+                print("(a program: the message names the step that failed, whose outputs it compares)")
+            elif not isinstance(error, ImplementationHung):  # calling it again would hang again
                 _show_differences(runner, record.case)
     code = Exit.OK if error is None else Exit.FAILED
     if args.promote:
@@ -205,7 +212,7 @@ def _show_differences(runner, case):
         return
     reference = impls.reference(runner.impl.contract)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
-    with Runner(reference, runner.device, runner.timeout) as by_reference:
+    with Runner(reference, runner.device, runner.timeout, context=runner.context) as by_reference:
         expected = by_reference.attempt(case)
     produced = runner.attempt(case)
     from simacc.commands.differences import differences
@@ -233,7 +240,7 @@ def _replayer(args):
             chosen, device, note = _plan(record, prop, args)
         except NotReplayed as e:
             return e.code, f"not replayed: {e}"
-        with Runner(chosen, device, args.settings.timeout) as runner:
+        with Runner(chosen, device, args.settings.timeout, context=record.context) as runner:
             error = prop.replay(runner, record.case)
         where = f"{chosen.spec} on {device}" + (f"; {note}" if note else "")
         if error is None:
@@ -253,7 +260,7 @@ def promote(record, prop, corpus, timeout):
     from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)
-    with Runner(reference, "cpu", timeout) as runner:
+    with Runner(reference, "cpu", timeout, context=record.context) as runner:
         error = prop.replay(runner, record.case)
     if error is not None:
         print(f"not promoted: the reference {reference.spec} fails this case too "

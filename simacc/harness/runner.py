@@ -18,9 +18,11 @@ On CUDA the call runs with the inputs' device as the current one (as a serving p
 does) and is followed by a synchronisation of that device, so asynchronous errors belong to
 the call that caused them.
 
-A runner belongs to one test: it knows the implementation, the device the test runs on and
-the Hypothesis settings its properties run under. The last case run is remembered for the
-repro file.
+A runner belongs to one test: it knows the implementation, the device and the grad mode the
+test runs in (:mod:`simacc.harness.grad_modes`) and the Hypothesis settings its properties
+run under. A case's tensors are made, and the call runs, in the grad mode, as a server makes
+and calls them; the mode is entered in the thread that calls (grad modes are per thread).
+The last case run is remembered for the repro file.
 """
 
 import faulthandler
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
+from simacc.harness import grad_modes
 from simacc.harness.settings import DEFAULT_TIMEOUT
 
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
@@ -104,16 +107,18 @@ def _alarm(signum, frame):
 
 class Runner:
     """Calls one :class:`~simacc.harness.impl.Implementation` on ``device`` with a time limit
-    per call; ``hypothesis`` (a Hypothesis settings object) and ``seed`` are what the
-    properties it serves run under (None: simacc's ``default`` profile, a random seed).
+    per call, in the grad mode ``context`` (None: the caller's own); ``hypothesis`` (a
+    Hypothesis settings object) and ``seed`` are what the properties it serves run under
+    (None: simacc's ``default`` profile, a random seed).
 
     Use it as a context manager (the ``simacc`` fixture does): leaving it disarms the
     watchdog once no other runner needs it.
     """
 
-    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None):
+    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None, context=None):
         self.impl = impl
         self.device = device
+        self.context = context
         self.timeout = timeout
         self.hypothesis = hypothesis
         self.seed = seed
@@ -139,7 +144,8 @@ class Runner:
         :class:`ImplementationHung`."""
         device = self.device if device is None else device
         self.last = (case, device)
-        args = case.args(device)
+        with grad_modes.entered(self.context):
+            args = case.args(device)
         torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
         try:
@@ -168,15 +174,19 @@ class Runner:
     def _call(self, args):
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)
         if cuda is None:
-            return self._limited(self.impl.call, args)
+            return self._limited(self._in_mode, args)
 
         def on_device(kwargs):
             with torch.cuda.device(cuda):
-                returned = self.impl.call(kwargs)
+                returned = self._in_mode(kwargs)
                 torch.cuda.synchronize(cuda)
             return returned
 
         return self._limited(on_device, args)
+
+    def _in_mode(self, kwargs):
+        with grad_modes.entered(self.context):
+            return self.impl.call(kwargs)
 
     def _limited(self, fn, args):
         _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)
