@@ -294,13 +294,14 @@ def sampled_lengths(simacc, x, method, runs, spec_steps=3):
     return torch.stack(counts).tolist() if counts else []
 
 
-def check_distribution(lengths, probabilities, what):
+def check_distribution(lengths, probabilities, what, false_alarm=FALSE_ALARM):
     """The empirical CDF of ``lengths`` is within the DKW bound of ``probabilities``
-    (``P(L = k)``, ``k = 1..len``) at the false-alarm rate :data:`FALSE_ALARM`."""
+    (``P(L = k)``, ``k = 1..len``) at the rate ``false_alarm`` (:data:`FALSE_ALARM`, or
+    less where one property checks several times)."""
     __tracebackhide__ = True
     runs = len(lengths)
     k, gap = largest_cdf_gap(lengths, probabilities)
-    eps = dkw_epsilon(runs)
+    eps = dkw_epsilon(runs, false_alarm)
     counts = [lengths.count(k) for k in range(1, len(probabilities) + 1)]
     expected = [round(p * runs) for p in probabilities]
     check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None)
@@ -420,17 +421,36 @@ def check_index_type(outcome, case, inputs):
     check(got.device == where, "index.device", got.device, f"{where} ({inputs}'s device)", case)
 
 
+HELD_CALLS = 8  # calls whose results one example holds: a pool of up to 7 buffers is caught
+
+
 def check_fresh_result(outcome, earlier, case):
-    """The result is a tensor sharing storage with no argument of its call and with no
-    result of an earlier call (CONTRACT.md §4.6: "returns a new tensor")."""
+    """The result is a tensor sharing storage with no argument of its call and with none of
+    the ``earlier`` results, the results of earlier calls still held (CONTRACT.md §4.6:
+    "returns a new tensor", §11.2: however far back), empty ones aside."""
     __tracebackhide__ = True
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
     for name, arg in outcome.args.items():
         if isinstance(arg, torch.Tensor):
             check(not shares_storage(returned, arg), "index shares storage with", name, "nothing", case)
-    reused = shares_storage(returned, earlier.returned) if isinstance(earlier.returned, torch.Tensor) else False
-    check(not reused, "index shares storage with", "the index an earlier call returned", "nothing", case)
+    for back, result in enumerate(reversed(earlier), 1):
+        if not returned.numel() or not isinstance(result, torch.Tensor) or not result.numel():
+            continue  # an empty result has no element a later call could disturb
+        reused = shares_storage(returned, result)
+        check(not reused, "index shares storage with", f"the index of the call {back} before it, still held", "nothing",
+              case)
+
+
+def check_fresh_across_calls(simacc, case):
+    """:data:`HELD_CALLS` calls of ``case``, every result held: each is fresh
+    (:func:`check_fresh_result`) against all the earlier ones."""
+    __tracebackhide__ = True
+    held = []
+    for _ in range(HELD_CALLS):
+        outcome = simacc.run(case)
+        check_fresh_result(outcome, held, case)
+        held.append(outcome.returned)
 
 
 def whole_storage(t):

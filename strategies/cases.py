@@ -114,7 +114,7 @@ def eagle_cases(
     *,
     modes=sa.TOKEN_MODES,
     min_bs=0,
-    max_bs=256,
+    max_bs=sc.MAX_BS,
     max_spec_steps=sc.MAX_SPEC_STEPS,
     acc_lens=None,
     methods=None,
@@ -223,7 +223,7 @@ def _chain_cases(draw, batch_sizes, spec_steps):
     )
 
 
-def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=256, max_block=16, methods=None):
+def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_block=16, methods=None):
     """Cases for ``apply_dflash_simulated_acceptance``: ``(bs, B)`` blocks, ``B`` in
     ``[1, max_block]``.
 
@@ -288,7 +288,7 @@ def _dflash_lengths(block, nan):
     return lengths | _NAN if nan else lengths
 
 
-def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=256, max_width=sc.MAX_SPEC_STEPS + 1):
+def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_width=sc.MAX_SPEC_STEPS + 1):
     """Cases for the kernel op (CONTRACT.md §8) in the given token ``modes``
     (``real_tokens`` is True for ``real-draft-token``), ``width`` in ``[1, max_width]``.
 

@@ -14,6 +14,14 @@ from hypothesis import strategies as st
 import simacc as sa
 
 MAX_SPEC_STEPS = 16
+TYPICAL_BS = 256  # the large group's top: the batch sizes most cases draw
+MAX_BS = 4097  # the default top: a server's running batch and --cuda-graph-max-bs go past 4096 (CONTRACT.md §11.3)
+# A server's sizes past the typical, each with its weight among them: powers of two (graph
+# batch sizes, kernel blocks of 512 or 1024 rows) and, most often, one past each, whose last
+# block holds a single row; past 1025 rarely, a case of thousands of rows costing a per-row
+# implementation a tenth of a second.
+SERVER_SIZES = {257: 6, 512: 1, 513: 6, 1024: 1, 1025: 6, 2048: 1, 2049: 2, 4096: 1, 4097: 2}
+SERVER_SHARE = 12  # about one batch size in this many is a server's
 
 _SEEDS = st.integers(0, 2**32 - 1)
 _token_modes = functools.lru_cache(maxsize=None)(st.sampled_from)
@@ -41,22 +49,32 @@ def _check_range(name_lo, lo, name_hi, hi):
 
 
 @functools.lru_cache(maxsize=None)
-def batch_sizes(min_bs=0, max_bs=256):
+def batch_sizes(min_bs=0, max_bs=MAX_BS):
     """Batch sizes in ``[min_bs, max_bs]``: of the groups allowed, about a third each small
-    (1 to 8), 0, and large (9 to ``max_bs``).
+    (1 to 8), 0, and large (9 to 256), and about one in :data:`SERVER_SHARE` a server's
+    size past those (:data:`SERVER_SIZES`: 257, 512, 513, ... 4097, by their weights).
 
-    One draw: an index into a table of the small sizes, then 0, then the large sizes, each
-    group repeated to about the same length. Shrinks toward 1 when allowed (the table's
-    first entry), a one-request batch being the readable minimal case; a failure that
-    needs an empty or a large batch shrinks to 0 or to the smallest large size it needs.
+    Server sizes come often enough that a kernel whose tail block is wrong fails in the ci
+    profile's 200 examples (Hypothesis's generation favours the table's first entries, so
+    about one in 25 draws is one), and rarely enough that the suite keeps its time. One
+    draw: an index into a table of the small sizes, then 0, then the large sizes, each group
+    repeated to about the same length, then the server sizes. Shrinks toward 1 when allowed (the table's first entry),
+    a one-request batch being the readable minimal case; a failure that needs an empty, a
+    large or a server's batch shrinks to 0 or to the smallest such size it needs.
     """
     _check_range("min_bs", min_bs, "max_bs", max_bs)
     small = range(max(min_bs, 1), min(max_bs, 8) + 1)
     zero = range(0, 1 if min_bs == 0 else 0)
-    large = range(max(min_bs, 9), max_bs + 1)
+    large = range(max(min_bs, 9), min(max_bs, TYPICAL_BS) + 1)
     groups = [list(g) for g in (small, zero, large) if g]
+    server = {n: w for n, w in SERVER_SIZES.items() if min_bs <= n <= max_bs and n > TYPICAL_BS}
+    if not groups:  # min_bs past the typical sizes: only a server's
+        return st.sampled_from(list(server) or [min_bs])
     length = max(map(len, groups))
-    return st.sampled_from([n for g in groups for n in g * (length // len(g))])
+    table = [n for g in groups for n in g * (length // len(g))]
+    scale = len(table) / (SERVER_SHARE - 1) / sum(SERVER_SIZES.values())
+    table += [n for n, weight in server.items() for _ in range(max(1, round(weight * scale)))]
+    return st.sampled_from(table)
 
 
 @functools.lru_cache(maxsize=None)

@@ -317,7 +317,7 @@ def _replayable_strategies():
     found = []
     for prop in properties.every_property():
         for contract in prop.contracts:
-            if not prop.replayable or (contract == "functional" and jaxbridge.missing()):
+            if not prop.replayable or prop.machine or (contract == "functional" and jaxbridge.missing()):
                 continue
             found.append((prop.id, contract, prop.strategies(impl.reference(contract))["case"]))
     return found

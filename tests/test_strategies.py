@@ -396,6 +396,20 @@ def test_batch_sizes_draw_small_zero_and_large_each_often():
     assert all(groups.count(g) > len(groups) / 10 for g in ("zero", "small", "large")), groups
 
 
+def test_batch_sizes_reach_a_servers_sizes_and_shrink_to_the_smallest_one_a_failure_needs():
+    assert minimal(sx.batch_sizes(), lambda b: b > 256) == 257
+    assert minimal(sx.batch_sizes(), lambda b: b > 512 and b % 512) % 512 == 1  # a tail of one row
+    assert minimal(sx.batch_sizes(), lambda b: b > 4096) == 4097
+    assert all(b <= 600 for b in samples(sx.batch_sizes(0, 600)))
+
+
+def test_cases_of_every_in_place_contract_draw_a_tail_block_past_512_rows_in_the_ci_profiles_examples():
+    for strategy in (sx.eagle_cases(), sx.kernel_cases(), sx.dflash_cases()):
+        sizes = [case.bs for case in samples(strategy, 200)]
+        assert any(b > 512 and b % 512 for b in sizes), sizes
+        assert sum(b > 256 for b in sizes) <= 200 / 8  # rare enough to keep the suite's time
+
+
 def test_acc_lens_shrink_to_one_and_to_the_plainest_fraction():
     assert minimal(sx.acc_lens(5)) == 1.0
     assert minimal(sx.acc_lens(5), lambda x: x != int(x)) == 1.5

@@ -22,11 +22,11 @@ from pathlib import Path
 from simacc.commands import terminal, verdict
 from simacc.commands.exits import Exit
 from simacc.commands.progress import Progress
-from simacc.harness import catalogue, session
+from simacc.harness import catalogue, grad_modes, session
 from simacc.harness import settings as opts
 
-OPTIONS = ("contract", "level", "device", "profile", "max_examples", "seed", "timeout", "fixed_token_id", "xfails",
-           "repro_dir", "corpus", "properties", "database", "database_readonly")
+OPTIONS = ("contract", "level", "device", "context", "profile", "max_examples", "seed", "timeout", "fixed_token_id",
+           "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -156,6 +156,7 @@ def header_of(chosen, loaded, given=None):
         "device": chosen.device,
         "devices": list(chosen.devices),
         "cuda_available": loaded.get("cuda_available"),
+        "contexts": list(chosen.contexts),
         "profile": chosen.profile,
         "max_examples": chosen.max_examples,
         "seed": chosen.seed,
@@ -181,6 +182,7 @@ def format_header(header):
         f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}; "
         f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})",
         f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
+        f"  grad mode: {grad_modes.describe(header['contexts'])}",
         f"  profile:   simacc-{header['profile']}, {examples} examples per property, seed {seed}",
         f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
         f"  versions:  simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "

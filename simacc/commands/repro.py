@@ -2,9 +2,10 @@
 contract's reference, or promote the case to the project's regression corpus; or clean the
 repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`).
 
-Replaying calls the property's own body with the recorded case, so a replay checks exactly
-what the suite checked. The device is an argument, not part of the case: a case found on
-CUDA replays on a CPU.
+Replaying calls the property's own body with the recorded case, in the grad mode it was
+found in, so a replay checks exactly what the suite checked; a serving-loop failure's file
+holds a program, which replays step by step. The device is an argument, not part of the
+case: a case found on CUDA replays on a CPU.
 
 A repro file is data, never code (``docs/trust.md``): it is read only if it is a regular
 file, at most its size limit, and every field is checked against the contract; and the
@@ -245,15 +246,21 @@ def _replay_file(args):
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
     print(f"impl      {chosen.spec} (contract {chosen.contract}, fixed token id {chosen.fixed_token_id}) on {device}"
-          + ("" if device == record.device else f" (recorded on {record.device})"))
-    print(f"case={explain.case_text(record.case)}")  # the case once, with its values; the messages below omit it
-    with Runner(chosen, device, timeout) as runner:
+          + ("" if device == record.device else f" (recorded on {record.device})")
+          + (f", under {record.context}" if record.context else ""))
+    if prop.machine:
+        print("program   " + "\n".join(record.case.lines()))
+    else:
+        print(f"case={explain.case_text(record.case)}")  # the case once, with its values; the messages below omit it
+    with Runner(chosen, device, timeout, context=record.context) as runner:
         error = _replayed(prop, runner, record.case)
         if error is None:
             print(f"pass: {prop.id} holds for this case")
         else:
             print(f"FAIL: {clip(_claim(error), MAX_LINE)}")
-            if not isinstance(error, (ImplementationHung, HarnessModified)):  # calling it again would do it again
+            if prop.machine:
+                print("(a program: the message names the step that failed, whose outputs it compares)")
+            elif not isinstance(error, (ImplementationHung, HarnessModified)):  # calling it again would do it again
                 _show_differences(runner, record.case)
         if runner.output:
             print(f"output of the implementation:\n{runner.output}")
@@ -282,7 +289,7 @@ def _show_differences(runner, case):
         return
     reference = _writing(impls.reference(runner.impl.contract), runner.impl.fixed_token_id)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
-    with Runner(reference, runner.device, runner.timeout) as by_reference:
+    with Runner(reference, runner.device, runner.timeout, context=runner.context) as by_reference:
         expected = by_reference.attempt(case)
     produced = runner.attempt(case)
     from simacc.commands.differences import differences
@@ -337,7 +344,7 @@ def _replayer(args):
             chosen, device, note = _plan(record, prop, args)
         except NotReplayed as e:
             return e.code, f"not replayed: {e}"
-        with Runner(chosen, device, args.settings.timeout) as runner:
+        with Runner(chosen, device, args.settings.timeout, context=record.context) as runner:
             error = _replayed(prop, runner, record.case)
         where = f"{chosen.spec} on {device}" + (f"; {note}" if note else "")
         if error is None:
@@ -357,7 +364,7 @@ def promote(record, prop, corpus, timeout):
     from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)
-    with Runner(reference, "cpu", timeout) as runner:
+    with Runner(reference, "cpu", timeout, context=record.context) as runner:
         error = prop.replay(runner, record.case)
     if error is not None:
         print(f"not promoted: the reference {reference.spec} fails this case too ({one_line(error)})")

@@ -11,6 +11,14 @@ Hypothesis test is built each time it runs, from the strategies for the implemen
 test (a strategy may be a function of the implementation: a legacy one has no real mode) and
 the runner's settings. So simacc's profiles reach simacc's properties and nothing else, and
 nothing about a session is fixed when a property module is imported.
+
+A stateful property (``machine=True``: the serving loop, CONTRACT.md §11.2) has a body that
+returns a Hypothesis ``RuleBasedStateMachine`` for the runner; Hypothesis runs programs of
+its rules. A program of up to :data:`STEPS` steps costs about as many calls as that many
+examples, so such a property runs one program for every :data:`PROGRAM_SHARE` examples of
+the profile (or of ``--simacc-max-examples``), at least :data:`MIN_PROGRAMS` (or as many
+as the examples, when fewer). Its machine
+records the steps it ran, and replays them (``replay(program)``) from a repro file.
 """
 
 import fnmatch
@@ -23,6 +31,10 @@ from dataclasses import dataclass
 
 from simacc.harness import contracts, devices
 
+STEPS = 15  # steps of a serving program at most (Hypothesis's stateful_step_count)
+PROGRAM_SHARE = 10  # a stateful property runs one program for this many examples of the profile
+MIN_PROGRAMS = 10
+
 
 @dataclass(frozen=True, eq=False)
 class Property:
@@ -30,7 +42,9 @@ class Property:
     function of the :class:`~simacc.harness.impl.Implementation` returning one. ``needs``
     says why it cannot run here (a missing package; None when it can). ``contracts_of``,
     given one parametrization's arguments, narrows the contracts to those it applies to.
-    ``test`` is the function pytest collects."""
+    ``across_contexts``: it runs in every grad mode selected, not only the first
+    (:mod:`simacc.harness.grad_modes`). ``machine``: a stateful property, whose body returns
+    a state machine (see the module). ``test`` is the function pytest collects."""
 
     id: str
     module: str
@@ -42,6 +56,8 @@ class Property:
     needs: object = None
     contracts_of: object = None
     params: object = None
+    across_contexts: bool = False
+    machine: bool = False
     test: object = None
 
     @property
@@ -54,7 +70,7 @@ class Property:
 
     @property
     def is_hypothesis_test(self):
-        return bool(self.given)
+        return bool(self.given) or self.machine
 
     @property
     def sections(self):
@@ -66,8 +82,13 @@ class Property:
 
     @property
     def replayable(self):
-        """Whether a case replays it: its one drawn argument is ``case``, without parameters."""
-        return set(self.given) == {"case"} and not self.parametrizations()[0][1]
+        """Whether a repro file replays it: its one drawn argument is ``case`` (or it is
+        stateful: the file holds a program), without parameters."""
+        return (set(self.given) == {"case"} or self.machine) and not self.parametrizations()[0][1]
+
+    def contexts(self, selected):
+        """The grad modes it runs in, of those ``selected`` (in order): each, or the first."""
+        return tuple(selected) if self.across_contexts else tuple(selected[:1])
 
     def applies_to(self, params=None):
         """The contracts the property (with ``params``, one parametrization) applies to."""
@@ -106,7 +127,7 @@ class Property:
             raise
 
     def _run(self, runner, params):
-        if not self.given:
+        if not self.is_hypothesis_test:
             from hypothesis import Phase
 
             if runner.hypothesis is not None and Phase.generate not in runner.hypothesis.phases:
@@ -124,7 +145,12 @@ class Property:
             if outer is not None:
                 outer(statistics)
 
-        tests, generates = self._hypothesis_tests(runner, params)
+        if self.machine:
+            from simacc.harness import profiles
+
+            tests, generates = [self._programs(runner, runner.hypothesis or profiles.for_session("default"))], True
+        else:
+            tests, generates = self._hypothesis_tests(runner, params)
         try:
             with collector.with_value(note):
                 for test in tests:
@@ -192,19 +218,60 @@ class Property:
         keyed._hypothesis_internal_add_digest = self.example_key(runner, params)
         return keyed
 
+    def _programs(self, runner, chosen):
+        """The stateful property's Hypothesis test: programs of its machine under ``chosen``
+        (a share of its examples, :data:`STEPS` steps at most), called as ``test(**params)``."""
+        import hypothesis
+        from hypothesis.stateful import run_state_machine_as_test
+
+        def machine():
+            return self.body(simacc=runner)
+
+        machine._hypothesis_internal_add_digest = self.id.encode()  # its own entries in the example database
+        if runner.seed is not None:
+            machine = hypothesis.seed(runner.seed)(machine)
+        examples = chosen.max_examples
+        programs = max(min(MIN_PROGRAMS, examples), examples // PROGRAM_SHARE)
+        # one bug reported: the program the runner keeps for the repro file is the one that failed
+        chosen = hypothesis.settings(chosen, max_examples=programs, stateful_step_count=STEPS,
+                                     report_multiple_bugs=False)
+        def test(**params):
+            try:
+                run_state_machine_as_test(machine, settings=chosen)
+            except hypothesis.errors.Flaky as e:
+                first = next(iter(getattr(e, "exceptions", ())), None)
+                raise AssertionError(
+                    "a failing program passed when Hypothesis replayed it: the implementation keeps state across "
+                    "calls that changes what it returns" + (f"; the failure was {type(first).__name__}: {first}"
+                                                            if first is not None else f" ({e})")) from e
+
+        return test
+
     def replay(self, runner, case):
-        """Run the body on ``case``; the exception it raised, or None."""
+        """Run the body on ``case``; the exception it raised, or None. A stateful property
+        runs its machine on the program ``case`` twice: an implementation that keeps state
+        across calls may have failed it in the test run from state an earlier program left,
+        which a clean start lacks and the first run leaves."""
         from simacc.harness.runner import HarnessModified, ImplementationHung
 
         try:
-            self.body(simacc=runner, case=case)
+            if self.machine:
+                for _ in range(2):
+                    self.body(simacc=runner).replay(case)
+            else:
+                self.body(simacc=runner, case=case)
         except (Exception, ImplementationHung, HarnessModified) as e:  # noqa: BLE001 - a failing property is a result here
             return e
         return None
 
     def applies_to_case(self, contract, case):
-        """Whether an implementation of ``contract`` can be asked ``case`` by this property."""
-        return contract in self.contracts and contracts.CONTRACTS[contract].accepts(case)
+        """Whether an implementation of ``contract`` can be asked ``case`` (for a stateful
+        property, a program) by this property."""
+        if contract not in self.contracts:
+            return False
+        if self.machine:
+            return getattr(case, "is_program", False) and case.mode in contracts.CONTRACTS[contract].modes
+        return contracts.CONTRACTS[contract].accepts(case)
 
     def parametrizations(self, settings=None):
         """``[(suffix, kwargs)]``: one per ``pytest.mark.parametrize`` case or ``params``
@@ -228,14 +295,15 @@ class Property:
 
 
 def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,
-          **given):
+          across_contexts=False, machine=False, **given):
     """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``.
 
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
     function takes ``simacc`` and those, plus any ``pytest.mark.parametrize`` arguments
     (marks go above this decorator) or those of ``params``, a function of the session's
     :class:`~simacc.harness.settings.Settings` (None outside a session) returning
-    ``{name: [values]}``: a parametrization that depends on the session. pytest collects a function of ``simacc`` and the
+    ``{name: [values]}``: a parametrization that depends on the session. ``across_contexts``
+    and ``machine`` are :class:`Property`'s. pytest collects a function of ``simacc`` and the
     parameters, which runs the property through its record (``test.simacc_property``).
     """
     unknown = set(applies_to) - set(contracts.NAMES)
@@ -259,7 +327,7 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
             [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in ("simacc", *arguments)]
         )
         prop = Property(body.__name__.removeprefix("test_"), body.__module__, body, dict(given), tuple(applies_to),
-                        tuple(levels), across_devices, needs, contracts_of, params, test)
+                        tuple(levels), across_devices, needs, contracts_of, params, across_contexts, machine, test)
         test.simacc_property = prop
         return test
 

@@ -5,14 +5,15 @@ The zoo needs something lighter: dozens of implementations, each through a few p
 where starting a pytest process per implementation cost more than the properties
 themselves. Here each :class:`~simacc.harness.catalogue.Property` is run directly, through
 the same :meth:`~simacc.harness.catalogue.Property.run` the pytest plugin uses, once per
-parametrization, with a fresh :class:`~simacc.harness.runner.Runner` under the given
-Hypothesis settings (so the CI zoo can skip shrinking).
+parametrization (and grad mode, for a property that runs in each), with a fresh
+:class:`~simacc.harness.runner.Runner` under the given Hypothesis settings (so the CI zoo can
+skip shrinking).
 """
 
 import time
 from dataclasses import dataclass
 
-from simacc.harness import tamper
+from simacc.harness import grad_modes, tamper
 from simacc.harness.runner import ImplementationHung, Runner
 from simacc.harness.settings import DEFAULT_TIMEOUT
 from simacc.harness.status import Status
@@ -36,23 +37,27 @@ class Result:
 
 
 def run(implementation, device, properties, *, settings=None, seed=None, timeout=DEFAULT_TIMEOUT,
-        one_failure=False):
+        one_failure=False, contexts=grad_modes.NAMES):
     """Each of ``properties`` (:class:`~simacc.harness.catalogue.Property` records) against
-    ``implementation`` on ``device``; a list of :class:`Result`, one per parametrization.
-    ``settings`` (a Hypothesis settings object) and ``seed`` are what the Hypothesis
-    properties run under. ``one_failure`` stops a parametrized property at its first failing
-    parameter (enough to know a mutant is killed)."""
+    ``implementation`` on ``device``; a list of :class:`Result`, one per parametrization and
+    grad mode (of ``contexts``, as a session selects them). ``settings`` (a Hypothesis
+    settings object) and ``seed`` are what the Hypothesis properties run under.
+    ``one_failure`` stops a parametrized property at its first failing parameter (enough to
+    know a mutant is killed)."""
     results = []
     for prop in properties:
-        for suffix, params in prop.parametrizations():
-            name = f"{prop.id}[{suffix}]" if suffix else prop.id
-            results.append(run_one(prop, name, params, implementation, device, settings, seed, timeout))
+        runs = [(suffix, params, context) for suffix, params in prop.parametrizations()
+                for context in prop.contexts(contexts)]
+        for suffix, params, context in runs:
+            shown = "-".join(part for part in (suffix, context if prop.across_contexts else "") if part)
+            name = f"{prop.id}[{shown}]" if shown else prop.id
+            results.append(run_one(prop, name, params, implementation, device, settings, seed, timeout, context))
             if one_failure and results[-1].status == Status.FAIL:
                 break
     return results
 
 
-def run_one(prop, name, params, implementation, device, settings, seed, timeout):
+def run_one(prop, name, params, implementation, device, settings, seed, timeout, context=None):
     """One parametrization of one property, as a :class:`Result`."""
     reason = prop.not_applicable(implementation, device, params)
     if reason:
@@ -64,7 +69,7 @@ def run_one(prop, name, params, implementation, device, settings, seed, timeout)
     from hypothesis.reporting import with_reporter
 
     start = time.perf_counter()
-    with Runner(implementation, device, timeout, settings, seed) as runner:
+    with Runner(implementation, device, timeout, settings, seed, context=context) as runner:
         try:
             # Hypothesis's own report (the falsifying example) is not wanted here: the result says it
             with with_reporter(lambda text: None):

@@ -2,9 +2,9 @@
 where plugin autoloading is off).
 
 It is inert in a session that collects none of simacc's properties: its options are all
-``--simacc-*``, its one fixture is ``simacc``, it loads no Hypothesis profile (simacc's
-profiles reach simacc's properties only, :mod:`simacc.harness.profiles`), and it touches no
-test but its own. Where simacc's properties are collected:
+``--simacc-*``, its one fixture is ``simacc`` (with ``simacc_context``, its grad mode), it
+loads no Hypothesis profile (simacc's profiles reach simacc's properties only,
+:mod:`simacc.harness.profiles`), and it touches no test but its own. Where simacc's properties are collected:
 
 * the settings (:mod:`simacc.harness.settings`) are resolved once, on the controller, and
   handed to xdist workers; the implementation is loaded where the properties run (the
@@ -14,8 +14,10 @@ test but its own. Where simacc's properties are collected:
 * simacc's property modules are imported by their package name, ``simacc.properties.<name>``,
   wherever their files lie, and outside the rootdir their node ids name that package, so a
   JUnit report's ``classname`` carries the module path;
-* each property is parametrized by device through its fixture; one that does not apply to
-  the implementation's contract or level is deselected and counted, never skipped;
+* each property is parametrized by device through its fixture, the serving-loop and aliasing
+  ones by grad mode too (``name[cpu-inference]``; every other runs in the first mode
+  selected, :mod:`simacc.harness.grad_modes`); one that does not apply to the
+  implementation's contract or level is deselected and counted, never skipped;
 * every test's :class:`~simacc.harness.status.Status` travels in its report's
   ``user_properties`` (``simacc_status``), with its examples and repro file, and, under a
   simacc command, in the event stream (:mod:`simacc.harness.stream`);
@@ -35,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from simacc.harness import grad_modes
 from simacc.harness import settings as opts
 from simacc.harness import stream, watch
 from simacc.harness.status import Status
@@ -171,6 +174,8 @@ def pytest_generate_tests(metafunc):
     else:
         params = [_device(d, prop.unavailable(d)) for d in cuda]
     metafunc.parametrize("simacc", params, indirect=True)
+    if prop.across_contexts:
+        metafunc.parametrize("simacc_context", prop.contexts(chosen.contexts), indirect=True)
 
 
 def _device(spelling, skip_reason):
@@ -264,7 +269,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def _params(item):
-    return {k: v for k, v in item.callspec.params.items() if k != "simacc"}
+    return {k: v for k, v in item.callspec.params.items() if k not in ("simacc", "simacc_context")}
 
 
 def _selected(config, ours):
@@ -317,8 +322,15 @@ def _is_ours(nodeid, config):
 
 
 @pytest.fixture
-def simacc(request):
-    """The implementation under test on this test's device, as a
+def simacc_context(request):
+    """The grad mode this test calls the implementation in: its parameter, or the first mode
+    the session selects (:mod:`simacc.harness.grad_modes`)."""
+    return getattr(request, "param", None) or session(request.config).settings.contexts[0]
+
+
+@pytest.fixture
+def simacc(request, simacc_context):
+    """The implementation under test on this test's device and in its grad mode, as a
     :class:`~simacc.harness.runner.Runner` (simacc's properties only)."""
     from simacc.harness.runner import Runner
 
@@ -337,7 +349,7 @@ def simacc(request):
                      "time limit)")
     capture = request.config.getoption("capture", "fd") != "no"  # -s: the implementation's output goes through
     with Runner(_implementation(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
-                capture) as runner:
+                capture=capture, context=simacc_context) as runner:
         yield runner
 
 
@@ -464,6 +476,7 @@ def pytest_report_header(config):
         + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
         "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
                                                         config.invocation_params.dir),
+        f"simacc: grad modes {grad_modes.describe(chosen.contexts)}",
     ]
     variables = opts.in_effect()
     if variables:

@@ -23,7 +23,8 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     message = str(excinfo.value) if excinfo is not None else ""
     impl = runner.impl
     try:
-        repro = reprofile.Repro(prop_id, module, impl.contract, impl.spec, runner.device, message, case, impl.level)
+        repro = reprofile.Repro(prop_id, module, impl.contract, impl.spec, runner.device, message, case, impl.level,
+                                runner.context)
         path = reprofile.save(repro, repro_dir)
     except (OSError, reprofile.ReproError) as e:
         _section(report, f"case: {case.summary()}\nno repro file: {e}")

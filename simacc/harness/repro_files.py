@@ -2,9 +2,12 @@
 
 A repro file is plain JSON (never pickle or ``torch.load``: a file from a CI artifact must
 not be able to run code by being read). It holds the property id, the contract, the
-implementation and device it failed on, the failure message, and the case: every tensor's
-values (flat, row-major), shape, dtype and layout, the scalar arguments and the generator
-seed. Reading one validates everything before any tensor is built, so a corrupt, truncated,
+implementation, device and grad mode it failed in, the failure message, and the case: every
+tensor's values (flat, row-major), shape, dtype and layout, the scalar arguments and the
+generator seed. A stateful property's failure is a program instead
+(:mod:`simacc.harness.programs`): its file has schema ``simacc-repro/2`` and a
+``program`` (machine, knobs, steps) where the others have a ``case``; both schemas are
+read. Reading one validates everything before any tensor is built, so a corrupt, truncated,
 foreign or hostile file is refused with one line naming the problem: only a regular file is
 read (a FIFO or a link to a device never blocks or streams), at most :data:`MAX_BYTES`; an
 integer of thousands of digits is refused before Python parses it; and a case that passes
@@ -26,16 +29,20 @@ from pathlib import Path
 
 import torch
 
-from simacc.harness import contracts, devices
+from simacc.harness import contracts, devices, grad_modes
 from simacc.harness.cases import DTYPES, LAYOUTS, DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
+from simacc.harness.programs import Program
 
 SCHEMA = "simacc-repro/1"
+PROGRAM_SCHEMA = "simacc-repro/2"  # a file that holds a program (a stateful property's failure)
+MAX_PROGRAM_STEPS = 10_000
+MAX_KNOBS = 50
 MAX_BYTES = 256 * 2**20
 MAX_ELEMENTS = 10**7  # over all tensors of a case; the generated ones are far smaller
 MAX_NDIM = 4
 MAX_MESSAGE = 4000
 KEYS = ("schema", "property", "module", "contract", "impl", "device", "message", "case")
-OPTIONAL_KEYS = {"level": "exact"}  # later additions: a file without them reads as before
+OPTIONAL_KEYS = {"level": "exact", "context": None}  # later additions: a file without them reads as before
 TENSOR_KEYS = ("dtype", "shape", "layout", "values")
 NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1)}
@@ -64,10 +71,11 @@ class Repro:
     message: str
     case: object
     level: str = "exact"  # the conformance level the failure was found at
+    context: str | None = None  # the grad mode it was found in (None: a file from before grad modes)
 
     def digest(self):
         """Short hash of what identifies the case: the property and the case's data."""
-        text = json.dumps([self.property, encode_case(self.case)], sort_keys=True)
+        text = json.dumps([self.property, _encoded(self.case)], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
@@ -103,6 +111,18 @@ def encode_case(case):
     return {"type": type(case).__name__, "fields": fields}
 
 
+def encode_program(program):
+    """A program as JSON-ready data: ``{"machine": ..., "knobs": {...}, "steps": [[rule, {...}], ...]}``."""
+    scalar = lambda v: _number(v) if isinstance(v, float) else v  # noqa: E731
+    return {"machine": program.machine, "knobs": {k: scalar(v) for k, v in program.knobs.items()},
+            "steps": [[rule, {k: scalar(v) for k, v in args.items()}] for rule, args in program.steps]}
+
+
+def _encoded(case):
+    """A case's or a program's JSON-ready data."""
+    return encode_program(case) if isinstance(case, Program) else encode_case(case)
+
+
 def _render(pairs, indent):
     """A JSON object with one key per line and compact values (tensors stay on one line)."""
     pad = " " * indent
@@ -112,11 +132,17 @@ def _render(pairs, indent):
 
 def dumps(record):
     """The text of a repro file."""
-    case = encode_case(record.case)
-    fields = _render([(k, json.dumps(v)) for k, v in case["fields"].items()], 4)
-    case_text = _render([("type", json.dumps(case["type"])), ("fields", fields)], 2)
+    if isinstance(record.case, Program):
+        program = encode_program(record.case)
+        steps = "[\n" + ",\n".join(f"    {json.dumps(step)}" for step in program["steps"]) + "\n  ]"
+        body = ("program", _render([("machine", json.dumps(program["machine"])),
+                                    ("knobs", json.dumps(program["knobs"])), ("steps", steps)], 2))
+    else:
+        case = encode_case(record.case)
+        fields = _render([(k, json.dumps(v)) for k, v in case["fields"].items()], 4)
+        body = ("case", _render([("type", json.dumps(case["type"])), ("fields", fields)], 2))
     top = {
-        "schema": SCHEMA,
+        "schema": PROGRAM_SCHEMA if isinstance(record.case, Program) else SCHEMA,
         "property": record.property,
         "module": record.module,
         "contract": record.contract,
@@ -124,8 +150,9 @@ def dumps(record):
         "device": record.device,
         "message": record.message[:MAX_MESSAGE],
         "level": record.level,
+        "context": record.context,
     }
-    return _render([(k, json.dumps(v)) for k, v in top.items()] + [("case", case_text)], 0) + "\n"
+    return _render([(k, json.dumps(v)) for k, v in top.items()] + [body], 0) + "\n"
 
 
 def write_atomically(path, text):
@@ -145,11 +172,13 @@ def write_atomically(path, text):
 
 def file_name(record):
     """``<property>-<device>-<hash>.json``, the hash over what makes two failures the same:
-    the property, the implementation, the device and the case. Any xdist worker
+    the property, the implementation, the device, the case and the grad mode. Any xdist worker
     or later run that finds the failure again gets this name, so a folder holds one file per
     distinct failure. Two spellings of one device (``cpu``, ``cpu:0``) are one device."""
     device = devices.resolve(record.device)
-    identity = [record.property, record.impl, str(device), encode_case(record.case)]
+    identity = [record.property, record.impl, str(device), _encoded(record.case)]
+    if record.context is not None:  # the same case failing in two grad modes is two failures
+        identity.append(record.context)
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     return f"{record.property}-{str(device).replace(':', '')}-{digest}.json"
 
@@ -421,6 +450,46 @@ def _omitted_problem(case):
     return None if tuple(omitted) in allowed else f"no call style can leave out {list(omitted)}"
 
 
+def _scalar(value, what):
+    """A knob or step argument: a bool, a 64-bit integer, a number (non-finite as a string)
+    or a short printable string."""
+    if type(value) is bool or (_is_int(value) and -(2**63) <= value < 2**64) or type(value) is float:
+        return value
+    if isinstance(value, str) and value in NONFINITE:
+        return NONFINITE[value]
+    if isinstance(value, str) and len(value) <= 100 and value.isprintable():
+        return value
+    raise ReproError(f"{what} must be a number, true, false or a short string, got {value!r}"[:200])
+
+
+def _scalars(obj, what, limit):
+    if not isinstance(obj, dict) or len(obj) > limit:
+        raise ReproError(f"{what} must be a JSON object of at most {limit} entries")
+    bad = next((k for k in obj if not _ID.fullmatch(k)), None)
+    if bad is not None:
+        raise ReproError(f"{what} has an invalid name {bad[:80]!r}")
+    return {k: _scalar(v, f"{what} {k!r}") for k, v in obj.items()}
+
+
+def decode_program(obj):
+    """The program described by ``{"machine": ..., "knobs": {...}, "steps": [...]}``;
+    :class:`ReproError` if its shape is wrong (what its names mean, the machine checks)."""
+    _exact_keys(obj, ("machine", "knobs", "steps"), "'program'")
+    machine = obj["machine"]
+    if not isinstance(machine, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,99}", machine):
+        raise ReproError(f"'program' machine {str(machine)[:80]!r} is not a class name")
+    knobs = _scalars(obj["knobs"], "knob", MAX_KNOBS)
+    steps = obj["steps"]
+    if not isinstance(steps, list) or len(steps) > MAX_PROGRAM_STEPS:
+        raise ReproError(f"'program' steps must be a list of at most {MAX_PROGRAM_STEPS} steps")
+    decoded = []
+    for step in steps:
+        if not (isinstance(step, list) and len(step) == 2 and isinstance(step[0], str) and _ID.fullmatch(step[0])):
+            raise ReproError(f"a step must be [rule, {{arguments}}], got {str(step)[:80]}")
+        decoded.append((step[0], _scalars(step[1], f"step {step[0]!r} argument", MAX_KNOBS)))
+    return Program(machine, knobs, tuple(decoded))
+
+
 def _no_duplicates(pairs):
     obj = {}
     for key, value in pairs:
@@ -462,13 +531,19 @@ def parse(text):
         raise ReproError(f"not a repro file: a JSON {type(doc).__name__}, not an object")
     if "schema" not in doc:
         raise ReproError("not a repro file: no 'schema' field")
-    if doc["schema"] != SCHEMA:
-        raise ReproError(f"schema {doc['schema']!r} is not supported (this simacc reads {SCHEMA!r})"[:300])
+    if doc["schema"] not in (SCHEMA, PROGRAM_SCHEMA):
+        raise ReproError(f"schema {str(doc['schema'])[:80]!r} is not supported (this simacc reads {SCHEMA!r} "
+                         f"and {PROGRAM_SCHEMA!r})")
+    stateful = doc["schema"] == PROGRAM_SCHEMA
     doc = {**OPTIONAL_KEYS, **doc}
-    _exact_keys(doc, (*KEYS, *OPTIONAL_KEYS), "the file")
+    keys = tuple("program" if stateful and k == "case" else k for k in KEYS)
+    _exact_keys(doc, (*keys, *OPTIONAL_KEYS), "the file")
     level = _string(doc, "level")
     if level not in contracts.LEVELS:
         raise ReproError(f"unknown level {level[:80]!r} (expected one of {contracts.LEVELS})")
+    context = doc["context"]
+    if context is not None and context not in grad_modes.NAMES:
+        raise ReproError(f"unknown grad mode {str(context)[:80]!r} (expected null or one of {grad_modes.NAMES})")
     pid = _string(doc, "property")
     if not _ID.fullmatch(pid):
         raise ReproError(f"property id {pid[:80]!r} is not a valid id")
@@ -481,10 +556,12 @@ def parse(text):
     except ValueError:
         raise ReproError(f"unknown device {device[:80]!r} (expected cpu, cuda, cpu:N or cuda:N)") from None
     impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
+    if stateful:
+        return Repro(pid, module, contract, impl, device, message, decode_program(doc["program"]), level, context)
     case = decode_case(doc["case"])
     if type(case).__name__ != contracts.CONTRACTS[contract].case_name:
         raise ReproError(f"case type {type(case).__name__!r} does not fit contract {contract!r}")
-    return Repro(pid, module, contract, impl, device, message, case, level)
+    return Repro(pid, module, contract, impl, device, message, case, level, context)
 
 
 def load(path):

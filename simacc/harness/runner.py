@@ -28,9 +28,11 @@ heartbeat tells a supervising command that a call is in progress, so that it can
 deadline of its own whatever the call does to its signals. A call that outlasts the limit
 is counted (:mod:`simacc.harness.watch`): after a few, the session stops calling it.
 
-A runner belongs to one test: it knows the implementation, the device the test runs on and
-the Hypothesis settings its properties run under. The last case run is remembered for the
-repro file.
+A runner belongs to one test: it knows the implementation, the device and the grad mode the
+test runs in (:mod:`simacc.harness.grad_modes`) and the Hypothesis settings its properties
+run under. A case's tensors are made, and the call runs, in the grad mode, as a server makes
+and calls them; the mode is entered in the thread that calls (grad modes are per thread).
+The last case run is remembered for the repro file.
 """
 
 import faulthandler
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
-from simacc.harness import explain, process_state, tamper, watch
+from simacc.harness import explain, grad_modes, process_state, tamper, watch
 from simacc.harness.capture import Capture
 from simacc.harness.interrupts import Recorder
 from simacc.harness.settings import DEFAULT_TIMEOUT
@@ -133,17 +135,20 @@ def _alarm(signum, frame):
 
 class Runner:
     """Calls one :class:`~simacc.harness.impl.Implementation` on ``device`` with a time limit
-    per call; ``hypothesis`` (a Hypothesis settings object) and ``seed`` are what the
-    properties it serves run under (None: simacc's ``default`` profile, a random seed).
+    per call, in the grad mode ``context`` (None: the caller's own); ``hypothesis`` (a
+    Hypothesis settings object) and ``seed`` are what the properties it serves run under
+    (None: simacc's ``default`` profile, a random seed).
 
     Use it as a context manager (the ``simacc`` fixture does): leaving it disarms the
     watchdog once no other runner needs it. ``capture`` False lets the implementation's
     output through instead of keeping it (``output``) up to a bound.
     """
 
-    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None, capture=True):
+    def __init__(self, impl, device="cpu", timeout=DEFAULT_TIMEOUT, hypothesis=None, seed=None, capture=True,
+                 context=None):
         self.impl = impl
         self.device = device
+        self.context = context
         self.timeout = timeout
         self.hypothesis = hypothesis
         self.seed = seed
@@ -182,7 +187,8 @@ class Runner:
         if self.impl.modified_at_import:
             raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
         self.last = (case, device)
-        args = case.args(device)
+        with grad_modes.entered(self.context):
+            args = case.args(device)
         torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
@@ -223,15 +229,19 @@ class Runner:
     def _call(self, args):
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)
         if cuda is None:
-            return self._protected(self.impl.call, args)
+            return self._protected(self._in_mode, args)
 
         def on_device(kwargs):
             with torch.cuda.device(cuda):
-                returned = self.impl.call(kwargs)
+                returned = self._in_mode(kwargs)
                 torch.cuda.synchronize(cuda)
             return returned
 
         return self._protected(on_device, args)
+
+    def _in_mode(self, kwargs):
+        with grad_modes.entered(self.context):
+            return self.impl.call(kwargs)
 
     def _limited(self, fn, args):
         _WATCHDOG.cover(self.timeout + WATCHDOG_GRACE)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simacc.harness import contracts, devices
+from simacc.harness import contracts, devices, grad_modes
 
 PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
 DEFAULT_TIMEOUT = 30.0
@@ -72,6 +72,11 @@ def _choice(names):
 
 def _devices(text):
     devices.expand(text)
+    return text
+
+
+def _contexts(text):
+    grad_modes.expand(text)
     return text
 
 
@@ -185,6 +190,8 @@ OPTIONS = {
                "generator; semantic: for ports that draw L their own way", "LEVEL"),
         Option("device", _devices, f"{devices.HELP} (default all: a missing device is skipped with the reason)",
                "DEVICES"),
+        Option("context", _contexts, f"grad modes to call it in: {grad_modes.HELP}; the serving-loop properties "
+               "run in each, every other property in the first", "MODES"),
         Option("profile", _profile, f"simacc's Hypothesis profile: {', '.join(PROFILES)} (default ci when CI is set, "
                "else default)", "NAME"),
         Option("max_examples", _positive_int, "examples per property (overrides the profile)", "N"),
@@ -216,6 +223,7 @@ class Settings:
     contract: str | None = None
     level: str = "exact"
     device: str = devices.ALL
+    context: str = grad_modes.ALL
     profile: str = "default"
     max_examples: int | None = None
     seed: int | None = None
@@ -231,6 +239,11 @@ class Settings:
     @property
     def devices(self):
         return devices.expand(self.device)
+
+    @property
+    def contexts(self):
+        """The grad modes selected (:mod:`simacc.harness.grad_modes`), in order."""
+        return grad_modes.expand(self.context)
 
     @property
     def references(self):

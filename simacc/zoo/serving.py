@@ -1,0 +1,240 @@
+"""Implementations written the way serving ports are (CONTRACT.md §11): state kept from one
+call to the next, blocks of rows, a grad mode of their own. The mutants are what shipped in
+engines (a cached length, static output buffers, a captured counter, a kernel grid that
+drops its tail); the correct ones keep state too, legitimately, and must be accepted.
+
+State that a CUDA-graph port keys by its input buffer (``data_ptr``) is found by the serving
+loop's static buffers and rarely by single calls, whose tensors are new every time. Every
+buffer kept across calls is made under ``torch.inference_mode(False)``: a normal tensor,
+which any later call may update whatever its grad mode (CONTRACT.md §11.1).
+"""
+
+import torch
+
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.zoo import base, dflash, functional, kernel
+from simacc.zoo.base import register
+
+POOL = 4  # output buffers a pool hands out in turn
+WRAP = 4  # calls a captured length lasts
+ROWS = 512  # rows a block of the blocked kernel covers
+
+
+def _kept(shape, dtype, device):
+    """A buffer kept across calls: a normal tensor whatever the caller's grad mode."""
+    with torch.inference_mode(False):
+        return torch.empty(shape, dtype=dtype, device=device)
+
+
+# -- mutants --------------------------------------------------------------------------------
+
+_POOLS = {}
+
+
+@register("serving", "serving_loop_conforms_at_every_step", "result_is_fresh_across_calls")
+def index_from_a_pool_of_buffers(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                 simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Returns views of four static output buffers in turn, so the fifth call overwrites the first's result."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    pool = _POOLS.get((width, accept_index.device))
+    if pool is None or pool[0].shape[0] < bs:  # sized for the largest batch so far, as a graph's outputs are
+        pool = [_kept((bs, width), torch.int32, accept_index.device) for _ in range(POOL)]
+        _POOLS[(width, accept_index.device)] = pool
+    pool.append(pool.pop(0))
+    out = pool[-1][:bs]
+    out.copy_(base.index(accept_index[:, 0], length, width))
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+_INDEXES = {}
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def index_cached_per_buffer_with_its_roots(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                           bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                           simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Caches the index per input buffer, shape and L, roots included, so a rewritten buffer gets stale roots."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    key = (accept_index.data_ptr(), tuple(accept_index.shape), length, accept_index.device)
+    if key not in _INDEXES:
+        _INDEXES[key] = base.index(accept_index[:, 0], length, width).clone()
+    out = _INDEXES[key].clone()
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+_LENGTHS = {}
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def length_cached_per_setting(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                              bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                              simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Samples L once per (length, method, width) and reuses it for the whole run, as DSpark's rounded length was."""
+    width = spec_steps + 1
+    key = (simulate_acc_len, simulate_acc_method, width)
+    if key not in _LENGTHS:
+        _LENGTHS[key] = base.sample(simulate_acc_len, simulate_acc_method, width)
+    base.check_length(simulate_acc_len)
+    return base.simulate(_LENGTHS[key], accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+_CAPTURED = {}
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def length_redrawn_when_a_counter_wraps(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                        bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                        simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Per input buffer (a captured graph), draws L only when its call counter wraps every 4 calls, else replays it."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    key = (accept_index.data_ptr(), width)
+    calls, length = _CAPTURED.get(key, (0, None))
+    if calls % WRAP == 0 or not bs:  # graphs are captured for non-empty batches only
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    _CAPTURED[key] = (calls + 1, length)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("serving", "kernel_serving_loop_conforms_at_every_step",
+          "kernel_result_aliases_no_input_and_no_earlier_result")
+def kernel_index_from_a_pool_of_buffers(*, accept_indices, predict_tokens, num_correct_drafts, candidate_tokens,
+                                        target_tokens, width, num_accept_tokens, real_tokens):
+    """The kernel op writing its index into four static output buffers in turn (a CUDA-graph port's outputs)."""
+    bs = accept_indices.shape[0]
+    pool = _POOLS.get(("kernel", width, accept_indices.device))
+    if pool is None or pool[0].shape[0] < bs:
+        pool = [_kept((bs, width), torch.int32, accept_indices.device) for _ in range(POOL)]
+        _POOLS[("kernel", width, accept_indices.device)] = pool
+    pool.append(pool.pop(0))
+    out = pool[-1][:bs]
+    out.copy_(kernel._index(accept_indices, width, num_accept_tokens))
+    kernel._counts(num_correct_drafts, num_accept_tokens)
+    kernel._tokens(predict_tokens, out, candidate_tokens, target_tokens, num_accept_tokens, real_tokens)
+    return out
+
+
+@register("serving", "dflash_serving_loop_conforms_at_every_step")
+def dflash_length_cached_per_setting(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                     simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                                     next_token_logits=None):
+    """Samples L once per (length, method, block) and reuses it for the whole run, as DSpark did."""
+    target = dflash._target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    key = ("dflash", simulate_acc_len, simulate_acc_method, out_tokens.shape[1])
+    if key not in _LENGTHS:
+        _LENGTHS[key] = dflash._sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    dflash._counts(accept_len, commit_lens, _LENGTHS[key])
+    dflash._write(out_tokens, bonus, candidates, target, _LENGTHS[key], simulate_acc_token_mode)
+
+
+_FUNCTIONAL_INDEXES = {}
+
+
+@register("serving", "functional_serving_loop_conforms_at_every_step", requires=functional.JAX, level="semantic")
+def functional_index_cached_per_shape(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
+                                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                                      fixed_token_id, rng):
+    """Caches its index per batch shape and L (a jitted port's trace), so a changed valid_mask keeps the old rows."""
+    width = spec_steps + 1
+    functional._check(rng, candidates, width, simulate_acc_token_mode)
+    length = functional._length(rng, simulate_acc_len, simulate_acc_method, width)
+    _, new, lens = functional._simulate(accept_index, predict, candidates, target_predict, valid_mask, length,
+                                        fixed_token_id, real=simulate_acc_token_mode == base.REAL)
+    key = (tuple(accept_index.shape), length)
+    if key not in _FUNCTIONAL_INDEXES:
+        _FUNCTIONAL_INDEXES[key] = functional._index(accept_index, valid_mask, length)
+    return _FUNCTIONAL_INDEXES[key], new, lens
+
+
+@register("grad mode", "index_rows_are_root_plus_range_then_minus_one", "serving_loop_conforms_at_every_step")
+def works_only_outside_inference_mode(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                      bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                      simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Writes its outputs under torch.inference_mode(False), which refuses a caller's inference tensors."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    with torch.inference_mode(False):  # meant to give the caller a result it may update anywhere
+        out = base.index(accept_index[:, 0], length, width)
+        return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict,
+                           simulate_acc_token_mode)
+
+
+@register("batch size", "kernel_index_rows_are_root_plus_range_then_minus_one",
+          "kernel_num_correct_drafts_is_length_minus_one")
+def kernel_grid_drops_the_tail_block(*, accept_indices, predict_tokens, num_correct_drafts, candidate_tokens,
+                                     target_tokens, width, num_accept_tokens, real_tokens):
+    """Launches bs // 512 row blocks (at least one): a partial last block's rows past 512 are never written."""
+    bs = accept_indices.shape[0]
+    covered = min(bs, max(1, bs // ROWS) * ROWS)
+    out = torch.full((bs, width), -1, dtype=torch.int32, device=accept_indices.device)
+    out[:covered] = kernel._index(accept_indices[:covered], width, num_accept_tokens)
+    kernel._counts(num_correct_drafts[:covered], num_accept_tokens)
+    kernel._tokens(predict_tokens, out[:covered], candidate_tokens[:covered], target_tokens[:covered],
+                   num_accept_tokens, real_tokens)
+    return out
+
+
+# -- correct alternatives ---------------------------------------------------------------------
+
+_TEMPLATES = {}
+
+
+@register("correct")
+def index_from_cached_templates(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: caches the column offsets and mask per (width, L), without roots, and builds a new index each call."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    key = (width, length, accept_index.device)
+    if key not in _TEMPLATES:
+        with torch.inference_mode(False):
+            cols = torch.arange(width, dtype=torch.int32, device=accept_index.device)
+            _TEMPLATES[key] = (cols, cols < length)
+    cols, taken = _TEMPLATES[key]
+    out = torch.where(taken, accept_index[:, :1].to(torch.int32) + cols, -1).to(torch.int32)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+_WORKSPACES = {}
+
+
+@register("correct")
+def tokens_staged_in_a_workspace(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                 simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: stages the accepted tokens in a preallocated workspace that it grows, never returns."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode != base.REAL:
+        predict.fill_(base.FIXED)
+        return out
+    needed = bs * length
+    space = _WORKSPACES.get((predict.dtype, predict.device))
+    if space is None or space.shape[0] < needed:
+        space = _kept((max(needed, 1024),), predict.dtype, predict.device)
+        _WORKSPACES[(predict.dtype, predict.device)] = space
+    staged = space[:needed].view(bs, length)
+    staged[:, : length - 1] = candidates[:, 1:length]
+    staged[:, length - 1] = target_predict[:, length - 1]
+    predict[out[:, :length].long().reshape(-1)] = staged.reshape(-1)
+    return out
+
+
+@register("correct")
+@torch.inference_mode()
+def decorated_with_inference_mode(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: the contract's steps under @torch.inference_mode(), as vLLM's model runner runs."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
