@@ -2,9 +2,10 @@
 loaded by name in ``pyproject.toml``'s ``addopts``, which turns autoloading off; there too
 ``simacc_impl = references`` makes every property run against its own contract's reference).
 
-Tests marked ``slow`` (an install from a built wheel, say) run only with ``--simacc-run-slow``:
-they take minutes, and CI's suite has one. The option is namespaced because this file is
-also read where a project checks an editable install of simacc from this checkout."""
+Tests marked ``slow`` (an install from a built wheel, a check under a pytest-xdist worker)
+run only with ``--simacc-run-slow``: CI's suite keeps to about a minute without them. The
+option is namespaced because this file is also read where a project checks an editable
+install of simacc from this checkout."""
 
 import pytest
 
@@ -14,7 +15,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: one of simacc's own self-tests that takes minutes (--simacc-run-slow)")
+    config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -326,6 +326,13 @@ _COMMON_KNOBS = {"mode": list(sa.TOKEN_MODES), "method": list(sa.METHODS), "widt
                  "vocab": (1, 2**31 - 1)}
 
 
+def _check_nodes(k):
+    """The node knobs of a flat-predict layout: at least ``width`` nodes a request, and in
+    real mode (which reads the token tensors) exactly ``width``."""
+    if k["nodes"] < k["width"] or (k["mode"] == REAL and (k["nodes"] != k["width"] or not k["tokens"])):
+        raise ReproError("nodes must be >= width, and == width with token tensors in real mode")
+
+
 class SlotsLoop(ServingLoop):
     """A layout with roots in a flat ``predict`` (EAGLE, legacy, the kernel op): request
     slot ``s`` owns ``predict[s * D : (s + 1) * D]``, and the index of every step is held.
@@ -337,9 +344,7 @@ class SlotsLoop(ServingLoop):
 
     def check_program(self, program):
         super().check_program(program)
-        k = program.knobs
-        if k["nodes"] < k["width"] or (k["mode"] == REAL and (k["nodes"] != k["width"] or not k["tokens"])):
-            raise ReproError("nodes must be >= width, and == width with token tensors in real mode")
+        _check_nodes(program.knobs)
 
     def allocate(self):
         k, n = self.knobs, self.names
@@ -559,9 +564,7 @@ class FunctionalLoop(ServingLoop):
 
     def check_program(self, program):
         super().check_program(program)
-        k = program.knobs
-        if k["nodes"] < k["width"] or (k["mode"] == REAL and (k["nodes"] != k["width"] or not k["tokens"])):
-            raise ReproError("nodes must be >= width, and == width with token tensors in real mode")
+        _check_nodes(program.knobs)
 
     def allocate(self):
         k = self.knobs

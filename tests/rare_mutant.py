@@ -14,24 +14,21 @@ SPEC = f"{Path(__file__).resolve()}:miscounts_a_rare_batch"
 KILLER = "num_correct_drafts_is_length_minus_one"
 
 
-def miscounts_a_rare_batch(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
-                           simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
-    """Counts the bonus in num_correct_drafts for a batch of 7 with spec_steps == 9."""
-    out = sa.generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict,
-                                             bs, spec_steps, simulate_acc_len, simulate_acc_method,
-                                             simulate_acc_token_mode)
-    if bs == 7 and spec_steps == 9:
-        num_correct_drafts.add_(1)
-    return out
+def _miscounts_only_for(rare_bs):
+    """The shipped function, except that it counts the bonus in num_correct_drafts for a
+    batch of ``rare_bs`` requests with ``spec_steps == 9``."""
+
+    def mutant(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+               simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+        out = sa.generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates,
+                                                 target_predict, bs, spec_steps, simulate_acc_len,
+                                                 simulate_acc_method, simulate_acc_token_mode)
+        if bs == rare_bs and spec_steps == 9:
+            num_correct_drafts.add_(1)
+        return out
+
+    return mutant
 
 
-def miscounts_a_rarer_batch(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
-                            simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
-    """Counts the bonus in num_correct_drafts for a batch of 23 with spec_steps == 9 (about
-    one case in 10,000; benchmarks/fuzz_find.py)."""
-    out = sa.generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict,
-                                             bs, spec_steps, simulate_acc_len, simulate_acc_method,
-                                             simulate_acc_token_mode)
-    if bs == 23 and spec_steps == 9:
-        num_correct_drafts.add_(1)
-    return out
+miscounts_a_rare_batch = _miscounts_only_for(7)
+miscounts_a_rarer_batch = _miscounts_only_for(23)  # about one case in 10,000: benchmarks/fuzz_find.py

@@ -127,7 +127,7 @@ def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_
     by_name = {(case.get("classname"), case.get("name")): case for case in cases}
     failed = by_name[("simacc.properties.test_index", "test_num_correct_drafts_is_length_minus_one[cpu]")]
     text = failed.find("failure").text
-    assert "num_correct_drafts[0]=" in text and "replay it: simacc repro .simacc/failures/" in text, text
+    assert "num_correct_drafts[0]=" in text and "replay it: simacc repro .simacc/failures/" in text and "--impl my_pkg.kernels:counts_the_bonus" in text, text
     assert by_name[("tests.test_host", "test_the_host_keeps_its_options_fixtures_and_profile")].find("failure") is None
     assert not [name for name, case in by_name.items() if case.find("skipped") is not None]  # not applicable: deselected
     assert not (project / "simacc-regressions").exists()

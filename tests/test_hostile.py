@@ -4,10 +4,10 @@ the hostile zoo in ``tests/hostile/`` is pinned to the verdict and exit code it 
 Most run in this process through the runner or :mod:`simacc.harness.inprocess` (what is
 defended there is the runner's business: the process state, the harness's own objects, plain
 tensors, the output, ``KeyboardInterrupt``); the ones about processes (an exit, a hang, a
-broken pytest) run ``simacc check`` on one property with ``-n 0`` and a short time limit. The
-ones that wait out a watchdog are marked ``slow``: CI runs them; ``-m "not slow"`` leaves
-them out. ``benchmarks/hostile.py`` runs the whole zoo through ``simacc check`` in every
-``-n`` mode with the default limit and reports the times.
+broken pytest) run ``simacc check`` on one property with ``-n 0`` and a short time limit
+(the one under a worker of pytest-xdist too is ``slow``: ``--simacc-run-slow``).
+``benchmarks/hostile.py`` runs the whole zoo through ``simacc check`` in every ``-n`` mode
+with the default limit and reports the times.
 """
 
 import functools
@@ -140,7 +140,7 @@ def test_a_keyboard_interrupt_the_code_raises_is_its_failure(workdir):
     assert status == Status.FAIL and "raised KeyboardInterrupt on cpu" in message
 
 
-def test_a_real_ctrl_c_during_a_call_still_interrupts(workdir):
+def test_a_real_ctrl_c_during_a_call_still_interrupts(workdir, ctrl_c):
     code = textwrap.dedent("""
         import os, signal
 
@@ -191,14 +191,12 @@ def test_an_implementation_that_hangs_in_c_is_not_run_after_the_hang_budget(work
     assert time.monotonic() - start < 60
 
 
-@pytest.mark.slow
 def test_a_call_that_swallows_the_interrupt_is_ended_by_the_watchdog_and_named(workdir, capsys):
     code, out, _ = check_command(capsys, "swallows_the_interrupt", INDEX, COUNT, timeout="0.5")
     assert code == 1 and rows(out) == {INDEX: "hung", COUNT: "not run"}, out
     assert "the process running it died: the watchdog ended it" in out and "swallows_the_interrupt.py:" in out
 
 
-@pytest.mark.slow
 def test_an_internal_error_in_a_worker_is_that_workers_death_not_the_runs(workdir):
     chosen = opts.resolve({"impl": spec("breaks_pytest"), "device": "cpu", "max_examples": 2, "seed": 0,
                            "properties": (INDEX, COUNT)})

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 import threading
 import time
@@ -142,7 +143,7 @@ def test_a_failing_property_writes_one_repro_file_and_says_how_to_replay_it(plan
     assert len(files) == 1
     name = files[0].name
     assert re.fullmatch(NAME, name)
-    assert f"simacc repro failures/{name} [--impl IMPL]" in out  # relative to where pytest ran
+    assert f"simacc repro failures/{name} --impl {shlex.quote(planted['impl'])}\n" in out  # relative to where pytest ran
     assert "case: EagleCase(" in out
     doc = json.loads(files[0].read_text())
     assert (doc["schema"], doc["property"], doc["module"]) == (reprofile.SCHEMA, PROPERTY, "simacc.properties.test_index")
@@ -207,7 +208,7 @@ def test_against_the_reference_a_promoted_case_passes_and_a_broken_corpus_file_f
     assert "broken.json: not valid JSON" in out and "1 failed, 5 passed" in out, out  # simacc's 4 cases and the promoted
 
 
-# -- one file per distinct failure (issue #14) -------------------------------------------
+# -- one file per distinct failure -------------------------------------------------------
 
 
 def test_one_failure_is_one_file_whichever_worker_run_or_device_spelling_finds_it(tmp_path):
@@ -263,7 +264,7 @@ def test_a_write_that_fails_leaves_the_earlier_file_whole_and_no_temporary_file(
     assert reprofile.load(path).message == "earlier"
 
 
-# -- which device, and exit 5 when nothing was replayed (issue #14) -----------------------
+# -- which device, and exit 5 when nothing was replayed -----------------------------------
 
 
 def test_a_case_recorded_on_a_missing_cuda_device_replays_on_cpu_with_a_note(tmp_path, capsys):
@@ -306,7 +307,7 @@ def test_a_cuda_parity_case_is_never_replayed_on_cpu(tmp_path, capsys):
         assert "compares CUDA with CPU, and CUDA is not available here" in capsys.readouterr().err
 
 
-# -- cleaning the repro folder (issue #14) ------------------------------------------------
+# -- cleaning the repro folder ------------------------------------------------------------
 
 
 def _clean(*args):

@@ -363,8 +363,8 @@ def _replay(result, chosen):
     """The one-line command that replays a failure: the repro file when one was written,
     else a check of that one test with the run's seed (the example database replays it)."""
     fixed = [] if chosen.fixed_token_id is None else ["--fixed-token-id", str(chosen.fixed_token_id)]
-    if result.repro:
-        return shlex.join(["simacc", "repro", result.repro, *fixed])
+    if result.repro:  # the file names the implementation, but repro imports only the one it is given
+        return shlex.join(["simacc", "repro", result.repro, "--impl", chosen.impl, *fixed])
     if not result.nodeid:
         return None
     command = ["simacc", "check", chosen.impl, "--property", verdict.split_nodeid(result.nodeid)[1], "-n", "0", *fixed]

@@ -35,7 +35,6 @@ import dataclasses
 import json
 import os
 import random
-import shlex
 import signal
 import sys
 import time
@@ -158,8 +157,8 @@ class Tally:
         if key in self.failures:
             return None
         message = (result.message.splitlines() or [result.status.value])[0]
-        replay = f"simacc repro {shlex.quote(str(opts.shown(result.repro)))}" if result.repro else \
-            check._replay(result, chosen)
+        shown = dataclasses.replace(result, repro=str(opts.shown(result.repro))) if result.repro else result
+        replay = check._replay(shown, chosen)
         found = Failure(name, message, replay, not result.repro or result.repro not in self.known, seconds, worker,
                         pass_number)
         self.failures[key] = found

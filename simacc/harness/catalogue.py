@@ -235,6 +235,7 @@ class Property:
         # one bug reported: the program the runner keeps for the repro file is the one that failed
         chosen = hypothesis.settings(chosen, max_examples=programs, stateful_step_count=STEPS,
                                      report_multiple_bugs=False)
+
         def test(**params):
             try:
                 run_state_machine_as_test(machine, settings=chosen)

@@ -10,6 +10,8 @@ text says how to replay it (so a JUnit report carries it too). Writing a repro f
 breaks the run: a failure to write is reported in that section instead.
 """
 
+import shlex
+
 from simacc.harness import repro_files as reprofile
 from simacc.harness.settings import shown
 
@@ -33,7 +35,7 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     report.user_properties.append(("simacc_repro", str(path)))
     report.user_properties.append(("simacc_case", case.summary()))
     _section(report, f"case: {case.summary()}\nrepro file: {where}\n"
-                     f"replay it: simacc repro {where} [--impl IMPL] [--device cpu]")
+                     f"replay it: {shlex.join(['simacc', 'repro', str(where), '--impl', impl.spec])}")
 
 
 def _section(report, text):
