@@ -25,7 +25,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from simacc import properties
-from simacc.commands import check, cli, verdict
+from simacc.commands import check, cli, supervised, verdict
 from simacc.harness import impl, inprocess, profiles, session, tamper, watch
 from simacc.harness import repro_files as reprofile
 from simacc.harness import settings as opts
@@ -233,9 +233,9 @@ def test_a_dead_writers_heartbeat_is_never_taken_for_a_live_one(tmp_path):
 
 def test_a_supervised_command_exits_with_what_its_child_reported_or_1_when_it_died(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert session.supervised(["repro", "--keep", "1", "--repro-dir", str(tmp_path)], "repro") == 0
-    monkeypatch.setattr(session, "SUPERVISED_BY", "--no-such-option")  # the child dies of a usage error, unreported
-    assert session.supervised(["repro", "--keep", "1"], "repro") == 1
+    assert supervised.supervised(["repro", "--keep", "1", "--repro-dir", str(tmp_path)], "repro") == 0
+    monkeypatch.setattr(supervised, "SUPERVISED_BY", "--no-such-option")  # the child dies of a usage error, unreported
+    assert supervised.supervised(["repro", "--keep", "1"], "repro") == 1
     err = capsys.readouterr().err
     assert err.count("\n") > 0 and err.splitlines()[-1] == (
         "simacc repro: the process doing the work died, it ended with exit code 2 before its work was done (the code "

@@ -13,7 +13,7 @@ for a non-daemon thread that the implementation under test left running.
 
 A subcommand that sets ``supervise`` (``repro``, ``mutants``: they call implementations in
 their own process) runs, when ``simacc`` runs as a program, in a child process under a
-supervisor (:func:`simacc.harness.session.supervised`): the command's exit status is the
+supervisor (:func:`simacc.commands.supervised.supervised`): the command's exit status is the
 one the child reports when its work is done, never whatever status the child's process ended
 with, so an implementation that ends its process cannot make it a success."""
 
@@ -63,9 +63,9 @@ def main(argv=None):
         parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     supervised_by = getattr(args, "supervised_by", None)
     if argv is None and getattr(args, "supervise", False) and supervised_by is None:
-        from simacc.harness import session
+        from simacc.commands.supervised import supervised
 
-        end_process(session.supervised(sys.argv[1:], args.command))
+        end_process(supervised(sys.argv[1:], args.command))
     if supervised_by is not None:  # the supervised child: say the result, then end at once
         from simacc.harness import watch
 

@@ -11,7 +11,7 @@ alarm). Exit 1 if any mutant survives or any correct implementation is rejected,
 entry could run here.
 
 Run as a program, the command works in a child process under a supervisor
-(:func:`simacc.harness.session.supervised`): its exit status is the one the child reports
+(:func:`simacc.commands.supervised.supervised`): its exit status is the one the child reports
 once every entry is judged, so an entry that ends its process (or a worker that dies) is a
 failure, never a success.
 
@@ -258,9 +258,9 @@ def register(subparsers):
                    help="run each mutant only through the properties expected to kill it (fast; CI's choice)")
     p.add_argument("--only", action="append", metavar="NAME", help="check only this entry (repeatable)")
     p.set_defaults(run=run)
-    from simacc.harness import session
+    from simacc.commands.supervised import supervise_command
 
-    session.supervise_command(p)
+    supervise_command(p)
 
 
 def run(args):

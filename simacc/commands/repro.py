@@ -29,7 +29,8 @@ import sys
 
 from simacc.commands import prune
 from simacc.commands.exits import Exit
-from simacc.harness import contracts, devices, session
+from simacc.commands.supervised import supervise_command
+from simacc.harness import contracts, devices
 from simacc.harness import settings as opts
 from simacc.harness.stream import clip
 
@@ -108,7 +109,7 @@ def register(subparsers):
     database = p.add_argument_group("replaying an example database (no PATH)")
     opts.add_arguments(database, ("database", "database_readonly"))
     p.set_defaults(run=run)
-    session.supervise_command(p)
+    supervise_command(p)
 
 
 def run(args):

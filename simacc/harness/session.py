@@ -1,5 +1,5 @@
 """Running simacc's properties as a pytest session in a child process, and hearing it; and
-supervising any child of a simacc command the same way.
+the supervisor of every child of a simacc command.
 
 A simacc command never imports the implementation it checks: the child does (its xdist
 workers, or the child itself with ``-n 0``), and reports through the event stream
@@ -13,8 +13,8 @@ runs in, no plugins but pytest-xdist, Hypothesis's and simacc's), so the project
 cannot change the check; every setting is passed explicitly, its paths absolute.
 
 A :class:`Supervisor` holds what makes a child safe to wait for, whoever starts it (the
-check's session here, ``repro`` and ``mutants`` through :func:`supervised`, each round of
-``fuzz``):
+check's session here, ``repro`` and ``mutants`` through
+:func:`simacc.commands.supervised.supervised`, each round of ``fuzz``):
 
 * its own deadline (:class:`Deadline`): every process of the session beats a heartbeat file
   while a call runs (:mod:`simacc.harness.watch`), and one whose call has outlasted its
@@ -26,7 +26,6 @@ check's session here, ``repro`` and ``mutants`` through :func:`supervised`, each
   watchdog's, a signal, or an exit code, in one line.
 """
 
-import argparse
 import collections
 import os
 import shlex
@@ -290,40 +289,3 @@ class Running:
         self._scratch.cleanup()
         return Heard(self.events, self.child.returncode, tail, shlex.join(["python", "-m", "pytest", *self.args]))
 
-
-# -- a simacc command run under a supervisor --------------------------------------------------
-
-SUPERVISED_BY = "--supervised-by"
-
-
-def supervise_command(parser):
-    """Let ``parser``'s command run under a supervisor when ``simacc`` runs as a program
-    (:func:`simacc.commands.cli.main`): its exit status is then the one the child reports,
-    never whatever status the child's process ended with."""
-    parser.add_argument(SUPERVISED_BY, dest="supervised_by", default=None, help=argparse.SUPPRESS)
-    parser.set_defaults(supervise=True)
-
-
-def supervised(argv, name):
-    """Run ``simacc ARGV`` in a child under a :class:`Supervisor`, its output going straight
-    to this process's, and return the exit code the child reported; when it ended without
-    reporting one (the code under test ended its process, or a kill), ``1`` and one line on
-    stderr saying how it ended. A Ctrl-C reaches the child too; without its report, 130."""
-    from simacc.commands.exits import Exit
-
-    with tempfile.TemporaryDirectory(prefix="simacc-supervised-") as scratch:
-        prefix = str(Path(scratch) / "command")
-        child = Supervisor([sys.executable, "-m", "simacc", *argv, f"{SUPERVISED_BY}={prefix}"], prefix, capture=False)
-        try:
-            child.wait()
-        except KeyboardInterrupt:
-            child.finish()
-            code = watch.reported_result(prefix)
-            return Exit.INTERRUPTED if code is None else code
-        code = watch.reported_result(prefix)
-        if code is not None:
-            return code
-        _, reason = child.death()
-        print(f"simacc {name}: the process doing the work died, {reason}; so it is a failure (exit "
-              f"{int(Exit.FAILED)})", file=sys.stderr)
-        return Exit.FAILED
