@@ -100,12 +100,14 @@ def project(tmp_path):
 
 
 def pytest_run(project, *args, ci=False, python=sys.executable):
-    """``python -m pytest ARGS`` in ``project`` as its CI would run it: autoloading on, none of
-    this session's ``SIMACC_*`` or ``PYTEST_*`` variables, ``CI`` set or not."""
+    """``pytest ARGS`` in ``project`` as its CI would run it: the console script of
+    ``python``'s environment (unlike ``python -m pytest``, it does not put the project on
+    ``sys.path``), autoloading on, none of this session's ``SIMACC_*`` or ``PYTEST_*``
+    variables, ``CI`` set or not."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMACC_", "PYTEST_")) and k != "CI"}
     if ci:
         env["CI"] = "true"
-    return subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=project, env=env,
+    return subprocess.run([str(Path(python).parent / "pytest"), "-p", "no:cacheprovider", *args], cwd=project, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -493,10 +493,14 @@ def _locate(spec):
     where, _, _ = spec.rpartition(":")
     if where.endswith(".py") or "/" in where:
         return str(Path(where).resolve()), ""
+    from importlib.machinery import PathFinder
+
     parts, path, found, top = where.split("."), None, None, None
     for i in range(len(parts)):
         name = ".".join(parts[: i + 1])  # each finder asked as an import would, nothing executed
         found = next(filter(None, (getattr(f, "find_spec", lambda *a: None)(name, path) for f in sys.meta_path)), None)
+        if found is None and path is None:  # loading looks in the working directory last (impl.py)
+            found = PathFinder.find_spec(name, [os.getcwd()])
         if found is None:
             return f"module {where}, not found", ""
         top = top or found
