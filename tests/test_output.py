@@ -174,6 +174,20 @@ def test_the_log_progress_names_a_property_whose_tests_disagree():
     assert stream.getvalue() == "[1/1] a: pass, 1 skipped (0.5 s, 2 examples)\n"
 
 
+@pytest.mark.parametrize("statuses, said", [
+    ((Status.SKIPPED, Status.SKIPPED), "skipped"),  # once "expected failure, 2 skipped"
+    ((Status.SKIPPED, Status.NOT_RUN), "1 skipped, 1 not run"),
+    ((Status.XFAIL, Status.SKIPPED), "expected failure, 1 skipped"),
+])
+def test_the_log_progress_of_a_property_none_of_whose_tests_passed(statuses, said):
+    stream = io.StringIO()
+    shown = progress.Progress(stream)
+    shown.collected([f"p/t.py::test_a[{i}]" for i in range(len(statuses))])
+    for i, status in enumerate(statuses):
+        shown.finished(verdict.PropertyResult("a", status, None, 0.25, nodeid=f"p/t.py::test_a[{i}]"))
+    assert stream.getvalue() == f"[1/1] a: {said} (0.5 s)\n"
+
+
 def test_check_help_describes_the_output_and_its_controls(capsys):
     from simacc.commands import cli
 
