@@ -7,15 +7,18 @@ the configured default."""
 import os
 import subprocess
 import sys
+import types
 
 import pytest
+import torch
 from test_check import EAGLE, FIXED, impl_file, rows, run, summary
 from test_check import workdir  # noqa: F401 - a fixture
 
 from simacc import properties
 from simacc.commands import check, verdict
-from simacc.harness import impl, inprocess
+from simacc.harness import impl, inprocess, recording
 from simacc.harness import settings as opts
+from simacc.harness.cases import EagleCase, TensorArg
 from simacc.harness.status import Status
 
 WRITES_64 = f"return simacc.generate_simulated_accept_index({EAGLE}, fixed_token_id=64)\n"
@@ -54,6 +57,21 @@ def test_a_failure_under_another_fixed_id_replays_with_it_and_the_header_says_wh
     assert check._replay(failed, chosen) == f"simacc check m.py:f --property '{FIXED}[cpu]' -n 0 --fixed-token-id 65"
     header = check.header_of(chosen, {"fixed_token_id": 65}, {"fixed_token_id": 65})
     assert "; fixed token id 65 (--fixed-token-id)" in check.format_header(header)
+
+
+def test_the_replay_line_of_a_pytest_failure_carries_the_fixed_id_an_option_set(tmp_path):
+    case = EagleCase(accept_index=TensorArg(torch.zeros(1, 1, dtype=torch.int32)),
+                     predict=TensorArg(torch.zeros(1, dtype=torch.int32)),
+                     num_correct_drafts=TensorArg(torch.zeros(1, dtype=torch.int32)), candidates=None,
+                     target_predict=None, bs=1, spec_steps=0, simulate_acc_len=1.0,
+                     simulate_acc_method="match-expected", simulate_acc_token_mode="fixed", seed=0)
+    report = types.SimpleNamespace(longrepr=None, sections=[], user_properties=[])
+    runner = types.SimpleNamespace(last=(case,), impl=impl.reference("eagle", fixed_token_id=65), device="cpu",
+                                   context="inference")
+    recording.record(report, None, runner, FIXED, "simacc.properties.test_fixed", tmp_path, tmp_path)
+    ((title, text),) = report.sections
+    assert title == recording.SECTION and text.splitlines()[-1].endswith(
+        "--impl simacc:generate_simulated_accept_index --fixed-token-id 65"), text
 
 
 FIXED_PROPERTIES = {"eagle": FIXED, "legacy": FIXED, "kernel": "kernel_fixed_mode_fills_every_predict_element",

@@ -12,6 +12,7 @@ breaks the run: a failure to write is reported in that section instead.
 
 import shlex
 
+from simacc.contract import caller
 from simacc.harness import repro_files as reprofile
 from simacc.harness.settings import shown
 
@@ -34,8 +35,10 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     where = shown(path, invocation_dir)
     report.user_properties.append(("simacc_repro", str(path)))
     report.user_properties.append(("simacc_case", case.summary()))
-    _section(report, f"case: {case.summary()}\nrepro file: {where}\n"
-                     f"replay it: {shlex.join(['simacc', 'repro', str(where), '--impl', impl.spec])}")
+    replay = ["simacc", "repro", str(where), "--impl", impl.spec]
+    if impl.fixed_token_id != caller.DEFAULT_TOKEN_ID:  # set by an option, not by this environment
+        replay += ["--fixed-token-id", str(impl.fixed_token_id)]
+    _section(report, f"case: {case.summary()}\nrepro file: {where}\nreplay it: {shlex.join(replay)}")
 
 
 def _section(report, text):
