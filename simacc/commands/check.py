@@ -24,6 +24,7 @@ from simacc.commands.exits import Exit
 from simacc.commands.progress import Progress
 from simacc.harness import catalogue, grad_modes, session
 from simacc.harness import settings as opts
+from simacc.harness.status import Status
 
 OPTIONS = ("contract", "level", "device", "context", "profile", "max_examples", "seed", "timeout", "fixed_token_id",
            "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
@@ -288,7 +289,7 @@ def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
         result.notes += [f"--property {p} matches no property{_near([p])}" for p in unmatched]
     result.notes += list(dict.fromkeys(e["message"] for e in heard.of("warning")))
     for r in result.results:
-        if r.status.value == "FAIL":
+        if r.status == Status.FAIL:
             r.replay = _replay(r, chosen)
     return result
 

@@ -9,9 +9,8 @@ knobs and the steps. What the names mean is the machine's business; this module 
 their shape only.
 """
 
+from collections import Counter
 from dataclasses import dataclass
-
-SCALARS = (bool, int, float, str)
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,10 +48,7 @@ class Program:
         return [self.header()] + [f"  {n:>{width}}  {call(rule, args)}" for n, (rule, args) in enumerate(self.steps, 1)]
 
     def summary(self):
-        rules = {}
-        for rule, _ in self.steps:
-            rules[rule] = rules.get(rule, 0) + 1
-        counts = ", ".join(f"{rule} x{n}" for rule, n in rules.items())
+        counts = ", ".join(f"{rule} x{n}" for rule, n in Counter(rule for rule, _ in self.steps).items())
         return f"{self.header()}: {len(self.steps)} steps ({counts or 'none'})"
 
     def __repr__(self):

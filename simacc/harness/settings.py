@@ -39,7 +39,7 @@ def _int(text):
         raise ValueError(f"must be a whole number, got {text!r}") from None
 
 
-def _positive_int(text):
+def positive_int(text):
     value = _int(text)
     if value < 1:
         raise ValueError(f"must be >= 1, got {text!r}")
@@ -150,9 +150,6 @@ def workers(text):
     return str(value)
 
 
-positive_int = _positive_int
-
-
 @dataclass(frozen=True)
 class Option:
     """One setting: ``name`` is its field in :class:`Settings` and gives ``SIMACC_<NAME>``,
@@ -194,7 +191,7 @@ OPTIONS = {
                "run in each, every other property in the first", "MODES"),
         Option("profile", _profile, f"simacc's Hypothesis profile: {', '.join(PROFILES)} (default ci when CI is set, "
                "else default)", "NAME"),
-        Option("max_examples", _positive_int, "examples per property (overrides the profile)", "N"),
+        Option("max_examples", positive_int, "examples per property (overrides the profile)", "N"),
         Option("seed", _int, "Hypothesis seed, for a reproducible run", "S"),
         Option("timeout", positive_number("seconds"), f"per-call time limit in seconds (default {DEFAULT_TIMEOUT:g})",
                "S"),
@@ -348,8 +345,6 @@ def add_arguments(parser, names, pytest=False):
     add = parser.addoption if pytest else parser.add_argument
     for name in names:
         option = OPTIONS[name]
-        env = f" (env {option.variable}" + (f", then {option.fallback})" if option.fallback else ")") \
-            if option.variable else ""
         env = f" (env {option.variable})" if option.variable else ""
         if option.switch:
             add(option.flag(pytest), dest=option.dest, default=None, action="store_true", help=option.help + env)
