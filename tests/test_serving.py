@@ -155,25 +155,38 @@ def _pytest(*args):
     return int(code), out.getvalue()
 
 
-def test_the_serving_and_aliasing_properties_run_in_each_grad_mode_and_the_header_says_so():
+def test_each_grad_mode_runs_in_sessions_of_its_own_and_the_header_says_which():
     code, out = _pytest(str(REPO / "properties"), "--co", "-k", "aliases or serving or index_rows")
     assert code == 0
-    assert "simacc: grad modes inference, no_grad (the serving-loop and aliasing properties in each" in out
-    for shown in ("test_result_aliases_no_input[cpu-inference]", "test_result_aliases_no_input[cpu-no_grad]",
-                  "test_serving_loop_conforms_at_every_step[cpu-no_grad]",
+    assert ("simacc: grad modes inference (every property), no_grad (the serving-loop and aliasing properties), "
+            "each in processes of its own; this session runs inference") in out
+    for shown in ("test_result_aliases_no_input[cpu-inference]", "test_serving_loop_conforms_at_every_step[cpu-inference]",
                   "test_index_rows_are_root_plus_range_then_minus_one[cpu]"):
         assert shown in out
+    assert "no_grad]" not in out  # deselected: a process runs one grad mode (CONTRACT.md §11.5)
+    code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-run-context=no_grad", "-k",
+                        "aliases or serving or index_rows")
+    assert code == 0 and "this session runs no_grad" in out
+    assert "test_result_aliases_no_input[cpu-no_grad]" in out and "test_serving_loop_conforms_at_every_step[cpu-no_grad]" in out
+    assert "inference]" not in out and "index_rows_are_root_plus_range_then_minus_one" not in out
     code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-context=no_grad", "-k", "aliases")
     assert "simacc: grad modes no_grad (every property)" in out
     assert "test_result_aliases_no_input[cpu-no_grad]" in out and "[cpu-inference]" not in out
 
 
+def test_a_run_context_that_is_not_selected_is_a_usage_error():
+    code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-context=inference", "--simacc-run-context=no_grad")
+    assert code == 4
+
+
 def test_an_implementation_decorated_with_inference_mode_passes_where_the_result_is_written():
     spec = zoo.CORRECT["decorated_with_inference_mode"].spec
-    code, out = _pytest(str(REPO / "properties" / "test_inputs.py"), str(REPO / "properties" / "test_serving.py"),
-                        f"--simacc-impl={spec}", "-k", "aliases or serving_loop_conforms", "-q")
-    assert code == 0, out
-    assert "4 passed" in out
+    for mode in ("inference", "no_grad"):
+        code, out = _pytest(str(REPO / "properties" / "test_inputs.py"), str(REPO / "properties" / "test_serving.py"),
+                            f"--simacc-impl={spec}", f"--simacc-run-context={mode}", "-k",
+                            "aliases or serving_loop_conforms", "-q")
+        assert code == 0, out
+        assert "2 passed" in out, out
 
 
 STUCK = '''

@@ -208,7 +208,7 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
             if not quiet:
                 print(format_header(header_of(chosen, loaded, given)), flush=True)
         elif kind == "collected":
-            progress.collected(event["nodeids"])
+            progress.collected(event["nodeids"], event.get("session", 0))
         elif kind == "started":
             progress.started(event["nodeid"])
         elif kind == "result":
@@ -257,8 +257,9 @@ def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
     _usable(chosen, heard, loaded)
     interrupted = bool(heard.of("interrupted"))
     death = None if interrupted else heard.death  # (Status, line): how the child ended, if it never finished
-    finished = heard.of("finished")
-    stopped = "interrupted" if interrupted else finished[0].get("not_run", "") if finished else (
+    finished = heard.finished
+    stopped = "interrupted" if interrupted else "; ".join(
+        dict.fromkeys(e["not_run"] for e in heard.of("finished") if e.get("not_run"))) if finished else (
         f"the pytest process died: {death[1]}" if death else
         f"the pytest process ended early, with exit code {heard.returncode}")
     collected = [n for e in heard.of("collected") for n in e["nodeids"]]

@@ -285,7 +285,8 @@ class Session:
 
         worker.passes += 1
         seed = worker.seeds.getrandbits(32) if self.chosen.seed is not None else None  # None: Hypothesis's own
-        worker.chosen = dataclasses.replace(self.chosen, seed=seed,
+        modes = self.chosen.per_process()  # a pass runs one grad mode, its processes nothing else (§11.5)
+        worker.chosen = dataclasses.replace(modes[(worker.number + worker.passes) % len(modes)], seed=seed,
                                             max_examples=examples_in_pass(worker.passes, self.chosen.max_examples))
         modules = sorted(properties_dir().glob("test_*.py"))
         worker.seeds.shuffle(modules)

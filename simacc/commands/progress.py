@@ -20,6 +20,7 @@ class Progress:
         self.width = terminal.columns(self.stream) - 1 if self.live else 0
         self.verbose = verbose
         self.total = self.done = 0
+        self.collections = {}  # session (one per grad mode) -> its tests
         self.counts = Counter()
         self.tests = Counter()  # tests collected per property
         self.finished_tests = {}  # property -> its results so far
@@ -27,10 +28,14 @@ class Progress:
         self.current = ""
         self._shown = 0  # length of the status line on the terminal now
 
-    def collected(self, nodeids):
-        if len(nodeids) >= self.total:  # each xdist worker says it; any one is the whole list
-            self.total = len(nodeids)
-            self.tests = Counter(verdict.split_nodeid(n)[0] for n in nodeids)
+    def collected(self, nodeids, session=0):
+        """The tests a session collected (each of its xdist workers says it; any one is the
+        whole list of that session's)."""
+        if len(nodeids) >= len(self.collections.get(session, ())):
+            self.collections[session] = nodeids
+            every = [n for ids in self.collections.values() for n in ids]
+            self.total = len(every)
+            self.tests = Counter(verdict.split_nodeid(n)[0] for n in every)
 
     def started(self, nodeid):
         self.current = verdict.split_nodeid(nodeid)[1]

@@ -136,6 +136,7 @@ class Property:
                 pytest.skip("not a Hypothesis test: an example database holds nothing of it")
             self.body(simacc=runner, **params)
             return
+        import hypothesis
         from hypothesis.statistics import collector
 
         counts, outer = [], collector.value
@@ -156,6 +157,8 @@ class Property:
                 for test in tests:
                     try:
                         test(simacc=runner, **params)
+                    except hypothesis.errors.FlakyFailure as e:
+                        raise not_reproduced(e) from None
                     except unittest.SkipTest:  # Hypothesis's "no test cases": none stored for this key
                         if test is not tests[-1]:
                             continue
@@ -237,14 +240,7 @@ class Property:
                                      report_multiple_bugs=False)
 
         def test(**params):
-            try:
-                run_state_machine_as_test(machine, settings=chosen)
-            except hypothesis.errors.Flaky as e:
-                first = next(iter(getattr(e, "exceptions", ())), None)
-                raise AssertionError(
-                    "a failing program passed when Hypothesis replayed it: the implementation keeps state across "
-                    "calls that changes what it returns" + (f"; the failure was {type(first).__name__}: {first}"
-                                                            if first is not None else f" ({e})")) from e
+            run_state_machine_as_test(machine, settings=chosen)
 
         return test
 
@@ -333,6 +329,22 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
         return test
 
     return decorate
+
+
+NOT_REPRODUCED = ("it did not fail again when Hypothesis replayed it: what the implementation returns depends on "
+                  "the calls before it (state kept across calls) or on chance (a draw the seed does not fix)")
+
+
+def not_reproduced(flaky):
+    """The failure inside Hypothesis's ``FlakyFailure`` (a failing example that passed when
+    replayed), with a note that says so: reported as any failure is, its message first."""
+    first = flaky
+    while getattr(first, "exceptions", None):  # an exception group (a backport's on Python 3.10)
+        first = first.exceptions[0]
+    if first is flaky:
+        return flaky
+    first.add_note(NOT_REPRODUCED)
+    return first
 
 
 def selects(pattern, name):

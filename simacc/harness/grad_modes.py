@@ -12,6 +12,11 @@ there runs under ``no_grad`` too, except for one that looks at the mode, which t
 loop (many calls, every output) is there to catch. This keeps the catalogue's time: one
 test per property and device, not one per mode.
 
+A server runs one mode per process (CONTRACT.md §11.5), so a session's processes run one
+mode too (``Settings.process_context``): the tests of the other modes are deselected there,
+and ``simacc check`` and ``simacc fuzz`` run a session for each mode. So what an
+implementation keeps from call to call is made and used in one mode, as in a server.
+
 Nothing here imports torch until a mode is entered.
 """
 
@@ -37,11 +42,18 @@ def expand(text):
     return tuple(dict.fromkeys(names))
 
 
-def describe(selected):
-    """What a header says of the modes ``selected``: which, and which properties run in which."""
+def describe(selected, running=None):
+    """What a header says of the modes ``selected``: which properties run in which, and, when
+    this session's processes run only ``running``, that the others need sessions of their own."""
     if len(selected) == 1:
         return f"{selected[0]} (every property)"
-    return f"{', '.join(selected)} (the serving-loop and aliasing properties in each, every other in {selected[0]})"
+    said = (f"{selected[0]} (every property), {', '.join(selected[1:])} (the serving-loop and aliasing properties), "
+            "each in processes of its own")
+    if running is None:
+        return said
+    others = [mode for mode in selected if mode != running]
+    return (f"{said}; this session runs {running}, the {'ones' if len(others) > 1 else 'one'} of "
+            f"{', '.join(others)} with --simacc-run-context (simacc check runs each)")
 
 
 def entered(name):

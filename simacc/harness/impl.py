@@ -264,12 +264,13 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
 
 def _guarded_import(spec):
     """``_import_target(spec)``, the process state and the harness as they were before it
-    (docs/trust.md): ``(target, state changes, harness objects replaced)``, both put back. A
+    (docs/trust.md), after the zygote of fresh processes is made (:mod:`simacc.harness.fresh`): ``(target, state changes, harness objects replaced)``, both put back. A
     ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
-    from simacc.harness import process_state, tamper
+    from simacc.harness import fresh, process_state, tamper
     from simacc.harness.interrupts import Recorder
 
     tamper.baseline()
+    fresh.prepare()  # the copy of this process that ranks and later grad modes start from
     with Recorder() as ctrl_c:
         before = process_state.snapshot()
         try:

@@ -13,7 +13,7 @@ skip shrinking).
 import time
 from dataclasses import dataclass
 
-from simacc.harness import grad_modes, tamper
+from simacc.harness import devices, grad_modes, tamper
 from simacc.harness.runner import ImplementationHung, Runner
 from simacc.harness.settings import DEFAULT_TIMEOUT
 from simacc.harness.status import Status
@@ -43,12 +43,70 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     grad mode (of ``contexts``, as a session selects them). ``settings`` (a Hypothesis
     settings object) and ``seed`` are what the Hypothesis properties run under.
     ``one_failure`` stops a parametrized property at its first failing parameter (enough to
-    know a mutant is killed)."""
+    know a mutant is killed).
+
+    The first mode runs in this process; each other one in a fresh process of its own
+    (:mod:`simacc.harness.fresh`) that imports the implementation anew, so that what it
+    keeps from call to call is made and used in one mode, as in a server (CONTRACT.md §11.5)."""
+    results = _in_mode(implementation, device, properties, settings, seed, timeout, one_failure, contexts, 0)
+    for number in range(1, len(contexts)):
+        ids = [prop.id for prop in properties if prop.across_contexts]
+        if not ids:
+            continue
+        from simacc.harness import fresh
+
+        with fresh.Process(new=devices.is_cuda(device)) as process:
+            process.send("simacc.harness.inprocess:_in_fresh_process", implementation.spec, implementation.contract,
+                         implementation.level, implementation.fixed_token_id, device, ids, _portable(settings), seed,
+                         timeout, one_failure, contexts, number)
+            try:
+                kind, said = process.receive(None)
+            except fresh.Died as e:
+                said, kind = [Result(f"{pid}[{contexts[number]}]", device, Status.CRASHED, None, 0.0,
+                                     f"the process running grad mode {contexts[number]} died: {e}") for pid in ids], "ok"
+        if kind != "ok":
+            raise RuntimeError(f"grad mode {contexts[number]}'s process: {said}")
+        results += said
+    return results
+
+
+def _in_fresh_process(spec, contract, level, fixed_token_id, device, ids, settings, seed, timeout, one_failure,
+                      contexts, number):
+    """(in a fresh process) The properties ``ids`` in grad mode ``contexts[number]`` only."""
+    from simacc import properties
+    from simacc.harness import impl
+
+    loaded = impl.load(spec, contract, level, fixed_token_id)
+    chosen = [prop for prop in properties.every_property() if prop.id in ids]
+    if settings is not None:
+        import hypothesis
+
+        settings = hypothesis.settings(**settings)
+    return _in_mode(loaded, device, chosen, settings, seed, timeout, one_failure, contexts, number)
+
+
+_SETTINGS = ("max_examples", "derandomize", "database", "verbosity", "phases", "stateful_step_count",
+             "report_multiple_bugs", "suppress_health_check", "deadline", "print_blob", "backend")
+
+
+def _portable(settings):
+    """Hypothesis ``settings`` as a dict that survives pickling (a pickled settings object
+    loses its "not set" marks)."""
+    if settings is None:
+        return None
+    return {name: getattr(settings, name) for name in _SETTINGS if hasattr(settings, name)}
+
+
+def _in_mode(implementation, device, properties, settings, seed, timeout, one_failure, contexts, number):
+    """The results of ``properties`` in grad mode ``contexts[number]`` (a property that runs
+    in the first mode only has none in another)."""
     results = []
     for prop in properties:
-        runs = [(suffix, params, context) for suffix, params in prop.parametrizations()
-                for context in prop.contexts(contexts)]
-        for suffix, params, context in runs:
+        modes = prop.contexts(contexts)
+        if number >= len(modes):
+            continue
+        context = modes[number]
+        for suffix, params in prop.parametrizations():
             shown = "-".join(part for part in (suffix, context if prop.across_contexts else "") if part)
             name = f"{prop.id}[{shown}]" if shown else prop.id
             results.append(run_one(prop, name, params, implementation, device, settings, seed, timeout, context))

@@ -257,6 +257,8 @@ def pytest_collection_modifyitems(session, config, items):
             if reason and item in keep:
                 keep.discard(item)
                 st.deselected[item.nodeid] = reason
+    running = st.settings.process_context
+    keep -= {item for item in ours if _context(item, st.settings) != running}  # another mode's processes run it
     dropped = [item for item in ours if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -266,6 +268,11 @@ def pytest_collection_modifyitems(session, config, items):
     _mark_xfails(config, [item for item in items if item in keep])
     first = [item for item in items if item in keep and _property(item).id == "regression"]
     items[:] = first + [item for item in items if item not in first]  # known failures before random ones
+
+
+def _context(item, chosen):
+    """The grad mode ``item`` calls the implementation in (as its ``simacc_context`` fixture says)."""
+    return item.callspec.params.get("simacc_context") or chosen.contexts[0]
 
 
 def _params(item):
@@ -325,7 +332,7 @@ def _is_ours(nodeid, config):
 def simacc_context(request):
     """The grad mode this test calls the implementation in: its parameter, or the first mode
     the session selects (:mod:`simacc.harness.grad_modes`)."""
-    return getattr(request, "param", None) or session(request.config).settings.contexts[0]
+    return getattr(request, "param", None) or session(request.config).settings.contexts[0]  # as _context says
 
 
 @pytest.fixture
@@ -476,7 +483,7 @@ def pytest_report_header(config):
         + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
         "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
                                                         config.invocation_params.dir),
-        f"simacc: grad modes {grad_modes.describe(chosen.contexts)}",
+        f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}",
     ]
     variables = opts.in_effect()
     if variables:

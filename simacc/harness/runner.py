@@ -158,6 +158,7 @@ class Runner:
         self._capture = Capture(capture)
         self._interrupts = Recorder()
         self._changed = ()
+        self._ranks = None  # the test's ranks, started at its first in_ranks
 
     def __enter__(self):
         _WATCHDOG.users += 1
@@ -167,6 +168,9 @@ class Runner:
         return self
 
     def __exit__(self, *exc):
+        if self._ranks is not None:
+            self._ranks.close()
+            self._ranks = None
         self._interrupts.__exit__()
         if self._previous_handler is not None:
             signal.signal(signal.SIGALRM, self._previous_handler)
@@ -225,6 +229,20 @@ class Runner:
             del outcome  # this frame stays in the failure's traceback: it must not hold the error's message
             raise failure from cause
         return outcome
+
+    def in_ranks(self, case):
+        """What each tensor-parallel rank gets from ``case`` (a list of
+        :class:`~simacc.harness.ranks.RankOutcome`, in rank order): the call in processes of their
+        own, each of which imported the implementation anew (:mod:`simacc.harness.ranks`). The
+        ranks live as long as this runner and receive every case it is asked."""
+        from simacc.harness.ranks import Ranks
+
+        if self.impl.modified_at_import:
+            raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
+        self.last = (case, self.device)
+        if self._ranks is None:
+            self._ranks = Ranks(self.impl, self.device, self.context, self.timeout)
+        return self._ranks.run(case)
 
     def _call(self, args):
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)

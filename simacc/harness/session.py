@@ -48,22 +48,25 @@ OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
 
 @dataclass
 class Heard:
-    """What one session said: its events in order, how the child ended, the end of its
-    output, the command that ran it, and, when it ended without finishing, why
-    (``death``: a ``(Status, line)`` pair, or None when nothing is known)."""
+    """What a check's sessions said (one per grad mode, :meth:`Settings.per_process
+    <simacc.harness.settings.Settings.per_process>`): their events in the order they came,
+    how the children ended (the first non-zero code), the end of their output, the commands
+    that ran them, and, when one ended without finishing, why (``death``: a ``(Status, line)``
+    pair, or None when nothing is known)."""
 
     events: list
     returncode: int
     output: str
     command: str
     death: tuple | None = None
+    sessions: int = 1
 
     def of(self, kind):
         return [e for e in self.events if e["event"] == kind]
 
     @property
     def finished(self):
-        return bool(self.of("finished"))
+        return len(self.of("finished")) >= self.sessions
 
 
 class Deadline:
@@ -198,31 +201,76 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
 
 
 def run(chosen, workers, on_event=None, extra=()):
-    """Run the session for ``chosen`` in a child process and return what it said
-    (:class:`Heard`), calling ``on_event(event)`` for each event as it comes. A
-    ``KeyboardInterrupt`` here interrupts the child too (it is in this process group) and
-    still returns what was heard, with ``interrupted`` among the events."""
+    """Run the sessions for ``chosen`` (a resolved Settings), one per grad mode, each in a
+    child process, and return what they said (:class:`Heard`), calling ``on_event(event)``
+    for each event as it comes. The first mode's session has ``workers``; a later one, which
+    runs only the properties checked in every mode, one (none with ``-n 0``). They run side by
+    side, or one after the other with ``-x`` (stopping at the first failure). A
+    ``KeyboardInterrupt`` here interrupts the children too (they are in this process group)
+    and still returns what was heard, with ``interrupted`` among the events."""
+    events, parts = [], []
+
+    def hear(reader):
+        heard = reader.new_events()
+        for event in heard:
+            event["session"] = reader.session  # which grad mode's session said it
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+        return heard
+
+    sessions = chosen.per_process()
+    alone = "-x" in extra
     with tempfile.TemporaryDirectory(prefix="simacc-session-") as scratch:
-        path = Path(scratch) / "events.jsonl"
-        args = arguments(chosen, workers, path, scratch, extra)
-        reader, events = stream.Reader(path), []
+        started = []
+        for number, one in enumerate(sessions):
+            if alone and any(_failed(e) for e in events):
+                break
+            path = Path(scratch) / f"events-{number}.jsonl"
+            reader = stream.Reader(path)
+            reader.session = number
+            args = arguments(one, workers if number == 0 else min(1, int(workers)) if str(workers).isdigit() else 1,
+                             path, scratch, extra)
+            started.append((reader, Supervisor([sys.executable, "-m", "pytest", *args], str(path)), args))
+            if alone or number == len(sessions) - 1:
+                parts += _wait(started, hear, events)
+                started = []
+    returncode = next((code for code, _, _, _ in parts if code), 0)
+    output = "\n".join(tail for _, tail, _, _ in parts if tail)
+    command = "; ".join(shlex.join(["python", "-m", "pytest", *args]) for _, _, args, _ in parts)
+    death = next((dead for _, _, _, dead in parts if dead is not None), None)
+    return Heard(events, returncode, output, command, death, sessions=len(parts))
 
-        def hear():
-            for event in reader.new_events():
-                events.append(event)
-                if on_event is not None:
-                    on_event(event)
 
-        child = Supervisor([sys.executable, "-m", "pytest", *args], str(path))
-        try:
-            returncode = child.wait(hear)
-        except KeyboardInterrupt:
-            returncode = child.finish()  # the child heard the same Ctrl-C: it stops and says so
-            events.append({"event": "interrupted"})
-        hear()
-        death = None if any(e["event"] == "finished" for e in events) else child.death()
-        tail = "\n".join(child.output.rstrip().splitlines()[-30:])
-        return Heard(events, returncode, tail, shlex.join(["python", "-m", "pytest", *args]), death)
+def _failed(event):
+    return event["event"] == "result" and event.get("status") in (Status.FAIL.value, Status.HUNG.value,
+                                                                  Status.CRASHED.value)
+
+
+def _wait(started, hear, events):
+    """Wait for the children ``started`` (``(reader, supervisor, args)``), hearing them as
+    they go; for each, ``(return code, the end of its output, its arguments, how it died or
+    None)``."""
+    finished = [False] * len(started)
+
+    def hear_all():
+        for n, (reader, _, _) in enumerate(started):
+            finished[n] |= any(e["event"] == "finished" for e in hear(reader))
+
+    interrupted = False
+    try:
+        while any([child.poll() for _, child, _ in started]):  # a list: every child's deadline is checked
+            time.sleep(POLL_S)
+            hear_all()
+    except KeyboardInterrupt:
+        interrupted = True  # the children heard the same Ctrl-C: they stop and say so
+    codes = [child.finish() for _, child, _ in started]
+    hear_all()
+    if interrupted:
+        events.append({"event": "interrupted"})
+    return [(code, "\n".join(child.output.rstrip().splitlines()[-30:]), args,
+             None if done or interrupted else child.death())
+            for code, done, (_, child, args) in zip(codes, finished, started)]
 
 
 def _hear_ctrl_c():

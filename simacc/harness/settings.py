@@ -189,6 +189,9 @@ OPTIONS = {
                "DEVICES"),
         Option("context", _contexts, f"grad modes to call it in: {grad_modes.HELP}; the serving-loop properties "
                "run in each, every other property in the first", "MODES"),
+        Option("run_context", _choice(grad_modes.NAMES), "the one grad mode this session's processes run (a server "
+               "runs one per process): the first of --context by default; simacc check and fuzz run a session for "
+               "each", "MODE"),
         Option("profile", _profile, f"simacc's Hypothesis profile: {', '.join(PROFILES)} (default ci when CI is set, "
                "else default)", "NAME"),
         Option("max_examples", positive_int, "examples per property (overrides the profile)", "N"),
@@ -221,6 +224,7 @@ class Settings:
     level: str = "exact"
     device: str = devices.ALL
     context: str = grad_modes.ALL
+    run_context: str | None = None  # None: the first of ``contexts``
     profile: str = "default"
     max_examples: int | None = None
     seed: int | None = None
@@ -241,6 +245,18 @@ class Settings:
     def contexts(self):
         """The grad modes selected (:mod:`simacc.harness.grad_modes`), in order."""
         return grad_modes.expand(self.context)
+
+    @property
+    def process_context(self):
+        """The grad mode this session's processes run (CONTRACT.md §11.5)."""
+        return self.run_context or self.contexts[0]
+
+    def per_process(self):
+        """These settings once for each grad mode that needs processes of its own: a session
+        each (:mod:`simacc.harness.session`)."""
+        if self.run_context is not None:
+            return [self]
+        return [dataclasses.replace(self, run_context=mode) for mode in self.contexts]
 
     @property
     def references(self):
@@ -288,6 +304,9 @@ def resolve(given, environ=None, root=None, home=None):
     if forced:
         values["level"] = forced
     settings = Settings(**values)
+    if settings.run_context is not None and settings.run_context not in settings.contexts:
+        raise SettingsError(f"{OPTIONS['run_context'].flag()} {settings.run_context}: not one of the grad modes "
+                            f"selected ({', '.join(settings.contexts)})")
     if settings.xfails is not None:
         read_xfails(settings.xfails)  # unreadable: a usage error now, not later
     return settings

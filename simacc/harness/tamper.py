@@ -12,6 +12,15 @@ failure no property can pass: an implementation that patches ``torch.equal``, re
 ``Implementation.call``, or rebinds a constant of simacc's to match its own port is never
 conformant, and the rest of the run sees the harness as it was.
 
+torch changes its own namespace too: importing ``torch._dynamo`` (which ``torch.compile``, and
+the first call of a ``torch.library.custom_op``, do) replaces ``torch.manual_seed`` with a
+wrapper of torch's that calls the original. Such a replacement (:func:`_torchs_own`: a
+function whose code lies in torch's own files and whose ``__wrapped__`` chain reaches the
+recorded object) is not the implementation's doing: it is adopted into the record, never
+put back or reported. A wrapper written anywhere else (the implementation's file, a
+decorator of its own), or a function of torch's that wraps anything but the recorded object,
+is still a modification.
+
 Results are compared as plain tensors: :func:`plain` turns a ``torch.Tensor`` subclass
 (whose ``__torch_function__`` could answer ``torch.equal`` itself, and an input's
 ``__class__`` can be reassigned) into a plain tensor over the same storage, with references
@@ -22,6 +31,7 @@ under test (``docs/trust.md``).
 """
 
 import operator
+import os
 import sys
 import types
 
@@ -69,7 +79,8 @@ class _Space:
             self._get = get if len(self.keys) > 1 else lambda space: (get(space),)
 
     def changed(self, exact):
-        """The recorded keys whose object changed, each put back."""
+        """The recorded keys whose object changed, each put back (torch's own changes are
+        adopted instead, in every space over the same namespace: :func:`_adopt`)."""
         try:
             now = self._get(self.space)
             # quick: ==, which finds each identical object first; exact: `is`, which no object can fool
@@ -80,10 +91,19 @@ class _Space:
             pass
         found = []
         for key, value in zip(self.keys, self.values):
-            if self.space.get(key, _MISSING) is not value:
-                found.append(f"{self.label}.{key}")
-                setattr(self.owner, key, value)
+            new = self.space.get(key, _MISSING)
+            if new is value:
+                continue
+            if _torchs_own(new, value):
+                _adopt(self.owner, key, new)
+                continue
+            found.append(f"{self.label}.{key}")
+            setattr(self.owner, key, value)
         return found
+
+    def adopt(self, key, value):
+        if key in self.keys:
+            self.values = tuple(value if k == key else v for k, v in zip(self.keys, self.values))
 
 
 class _Baseline:
@@ -91,8 +111,37 @@ class _Baseline:
         self.full, self.quick = [], []
         self.quick_looks = ()  # (get, namespace, values) of ``quick``: one tight loop per call
 
+    def look_quickly(self):
+        self.quick_looks = tuple((space._get, space.space, space.values) for space in self.quick)
+
 
 _RECORD = _Baseline()
+_TORCH_FILES = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "")
+_WRAPS = 8  # how deep a chain of __wrapped__ is followed
+
+
+def _torchs_own(new, recorded):
+    """Whether ``new``, found where ``recorded`` was, is torch's own wrapper of it: a function
+    defined in torch's files whose ``__wrapped__`` chain reaches ``recorded`` (see the module)."""
+    code = getattr(new, "__code__", None)
+    if code is None or not os.path.realpath(code.co_filename).startswith(_TORCH_FILES):
+        return False
+    inner = new
+    for _ in range(_WRAPS):
+        inner = getattr(inner, "__wrapped__", None)
+        if inner is recorded:
+            return True
+        if inner is None:
+            return False
+    return False
+
+
+def _adopt(owner, key, value):
+    """Record ``value`` as ``owner.key`` in every space over ``owner`` (torch's own change)."""
+    for space in (*_RECORD.full, *_RECORD.quick):
+        if space.owner is owner:
+            space.adopt(key, value)
+    _RECORD.look_quickly()
 
 
 def baseline():
@@ -123,7 +172,7 @@ def baseline():
     quick = [_Space("torch", torch, sorted(used)), by_label["torch.Tensor"]]
     quick += [by_label[name] for name in _QUICK_MODULES if name in by_label]
     _RECORD.full, _RECORD.quick = full, quick
-    _RECORD.quick_looks = tuple((space._get, space.space, space.values) for space in quick)
+    _RECORD.look_quickly()
 
 
 def _names_used(module):

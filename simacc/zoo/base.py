@@ -65,6 +65,12 @@ def register(kind, *killers, needs_cuda=False, requires=(), level="exact"):
     return add
 
 
+def register_elsewhere(module, name, kind, bug, *killers):
+    """Record ``module:name`` in the zoo without importing ``module`` (one whose import is the
+    point of the check, or costs: :mod:`simacc.zoo.at_import`); ``bug`` is its docstring's first line."""
+    REGISTRY[name] = Entry(name, module, kind, bug, killers)
+
+
 def check_length(x):
     """CONTRACT.md §4.0: a length that is not > 0 (NaN too) is rejected before anything else."""
     if not x > 0:

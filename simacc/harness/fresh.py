@@ -1,0 +1,193 @@
+"""Fresh processes: copies of this process as it was just before it imported its first
+implementation, for the work that must run where the implementation never ran: the
+tensor-parallel ranks (:mod:`simacc.harness.ranks`), each importing the implementation anew,
+and the grad modes of an in-process run after the first, one process each
+(:mod:`simacc.harness.inprocess`; CONTRACT.md §11.5, §11.7).
+
+A new interpreter costs an import of torch (a second or more); a copy costs a fork. So the
+first import of an implementation (:func:`simacc.harness.impl.load`) first forks a *zygote*
+(:func:`prepare`), a process that only waits and forks a child each time one is asked for. A
+child starts with its user's import path and working directory, serves calls of importable
+functions (:class:`Process`) until its user closes it, and ends with it.
+
+What a copy has that a new interpreter would not: what was imported and done before the
+zygote was made (the implementation never), and Python's hash seed. Each copy reseeds
+numpy's global generator from the operating system, as a new process does when it imports
+numpy (Python's ``random`` is reseeded at every fork), and runs torch on one thread (the
+pool of threads libgomp kept in the parent does not survive a fork). Where fork is missing or
+unsafe (JAX imported before the zygote: it runs threads of its own; a CUDA device), a child
+is a new interpreter instead (``multiprocessing``'s spawn): slower, the same to its user.
+"""
+
+import importlib
+import os
+import signal
+import socket
+import sys
+import threading
+import warnings
+from multiprocessing.connection import Connection
+
+_ZYGOTE = {"socket": None}  # in the process that made it: our end of the zygote's socket
+_LOCK = threading.Lock()
+_COPY = {"is": False}  # this process is itself a fresh one: it makes no zygote of its own
+
+
+class Died(Exception):
+    """A fresh process ended before it answered."""
+
+
+def prepare():
+    """Fork the zygote, once per process, where fork is safe (see the module)."""
+    if _ZYGOTE["socket"] is not None or _COPY["is"] or not hasattr(socket, "send_fds") or "jax" in sys.modules:
+        return
+    ours, theirs = socket.socketpair()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: a fork with threads running
+        pid = os.fork()
+    if pid == 0:
+        ours.close()
+        _zygote(theirs)
+    theirs.close()
+    _ZYGOTE["socket"] = ours
+
+
+def _zygote(channel):
+    """Fork a child for every byte that arrives; end when the parent's end closes."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the parent
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+        while channel.recv(1):
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                channel.close()
+                ours.close()
+                _child(theirs)
+            socket.send_fds(channel, [str(pid).encode()], [ours.fileno()])
+            ours.close()
+            theirs.close()
+    finally:
+        os._exit(0)
+
+
+def _child(sock):
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _as_if_new()
+        _serve(Connection(sock.detach()))
+    finally:
+        os._exit(0)
+
+
+def _as_if_new():
+    _COPY["is"] = True
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()  # from the operating system, as at numpy's import
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def _spawned(conn):
+    """The entry point of a child that is a new interpreter."""
+    _COPY["is"] = True
+    _serve(conn)
+
+
+def _adopt(path, folder):
+    sys.path[:] = path
+    os.chdir(folder)
+
+
+def _serve(conn):
+    """Answer ``(target, args)`` requests with ``("ok", result)`` or ``("raised", line)``."""
+    while True:
+        try:
+            target, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            module, _, name = target.partition(":")
+            answer = ("ok", getattr(importlib.import_module(module), name)(*args))
+        except BaseException as e:  # noqa: BLE001 - the user hears of it
+            answer = ("raised", f"{type(e).__name__}: {e}")
+        try:
+            conn.send(answer)
+        except Exception as e:  # noqa: BLE001 - an answer that does not pickle
+            conn.send(("raised", f"its answer could not be sent: {type(e).__name__}: {e}"))
+
+
+class Process:
+    """A fresh process that serves calls (see the module), as a context manager; ``new``
+    asks for a new interpreter even where a copy would do (a CUDA device)."""
+
+    def __init__(self, new=False):
+        self._spawned = None
+        zygote = _ZYGOTE["socket"]
+        if zygote is not None and not new:
+            try:
+                with _LOCK:
+                    zygote.send(b"f")
+                    pid, fds, _, _ = socket.recv_fds(zygote, 32, 1)
+                self.conn, self.pid = Connection(fds[0]), int(pid)
+                self._adopt_ours()
+                return
+            except (OSError, ValueError, IndexError):
+                _ZYGOTE["socket"] = None  # the zygote is gone: new interpreters from now on
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.conn, theirs = context.Pipe()
+        self._spawned = context.Process(target=_spawned, args=(theirs,), daemon=True, name="simacc-fresh")
+        self._spawned.start()
+        theirs.close()
+        self.pid = self._spawned.pid
+        self._adopt_ours()
+
+    def _adopt_ours(self):
+        """Give it this process's import path and working directory, as a process started
+        beside this one now would have."""
+        self.send("simacc.harness.fresh:_adopt", list(sys.path), os.getcwd())
+        kind, said = self.receive(60)
+        if kind != "ok":
+            raise Died(said)
+
+    def send(self, target, *args):
+        """Ask for ``target(*args)`` (``target``: ``"module:function"``); :meth:`receive` answers."""
+        try:
+            self.conn.send((target, args))
+        except OSError as e:
+            raise Died(f"it was gone before it was asked ({e})") from None
+
+    def receive(self, timeout):
+        """The answer, ``("ok", result)`` or ``("raised", line)``; :class:`Died` when the
+        process ended first or ``timeout`` seconds passed (then it is killed)."""
+        try:
+            if self.conn.poll(timeout):
+                return self.conn.recv()
+        except (EOFError, OSError):
+            raise Died("it ended before it answered") from None
+        self.kill()
+        raise Died(f"it did not answer within {timeout:g} s (killed)")
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def close(self):
+        self.conn.close()  # its next receive ends it
+        if self._spawned is not None:
+            self._spawned.join(5)
+            if self._spawned.is_alive():
+                self._spawned.kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,114 @@
+"""Tensor-parallel ranks (CONTRACT.md §11.7): the same calls, with the same inputs and the same
+seeds, in processes of their own that each import the implementation anew, as each rank of a
+server does. A server never compares its ranks' results: two ranks that draw different
+lengths desynchronise the batch or hang a collective, so simacc compares them.
+
+:class:`Ranks` keeps :data:`RANKS` fresh processes (:mod:`simacc.harness.fresh`) for one
+test and sends every case to each; each rank calls the implementation through a
+:class:`~simacc.harness.runner.Runner` of its own (the time limit, the protections, torch's
+CPU generator seeded from the case, a functional port's key from it), on the test's device
+and in its grad mode, and answers with what the call returned and left in its arguments, on
+the CPU. The ranks stay in step: they receive the same calls in the same order.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from simacc.harness import fresh, watch
+
+RANKS = 2
+_RUNNER = {}  # in a rank: the Runner of the implementation it serves
+
+
+@dataclass
+class RankOutcome:
+    """One call in one rank: what it returned, its arguments afterwards (CPU tensors), and
+    its error as one line (None when it returned)."""
+
+    returned: object
+    args: dict
+    error: str | None
+
+
+class RankFailed(AssertionError):
+    """A rank could not answer: it died, or outlasted its time."""
+
+
+class Ranks:
+    """:data:`RANKS` ranks of ``impl`` on ``device`` in grad mode ``context``."""
+
+    def __init__(self, impl, device, context, timeout):
+        from simacc.harness import devices
+
+        self.timeout = timeout
+        self.processes = []
+        try:
+            for _ in range(RANKS):
+                self.processes.append(fresh.Process(new=devices.is_cuda(device)))
+            self._all("simacc.harness.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
+                      context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, case):
+        """Each rank's :class:`RankOutcome` of ``case``, in rank order."""
+        return self._all("simacc.harness.ranks:_call", case, limit=self.timeout + watch.WATCHDOG_GRACE + 30)
+
+    def _all(self, target, *args, limit):
+        for process in self.processes:
+            process.send(target, *args)
+        answers = []
+        for rank, process in enumerate(self.processes):
+            try:
+                kind, value = process.receive(limit)
+            except fresh.Died as e:
+                words = watch.last_words(watch.prefix(), process.pid) if watch.prefix() else None
+                raise RankFailed(f"rank {rank}'s process (pid {process.pid}) died: "
+                                 f"{words[1] if words else e}") from None
+            if kind == "raised":
+                _reraise(value, rank)
+            answers.append(value)
+        return answers
+
+    def close(self):
+        for process in self.processes:
+            process.close()
+        self.processes = []
+
+
+def _reraise(line, rank):
+    """A rank's own failure (a hang, a harness modified): the same failure here."""
+    from simacc.harness.runner import HarnessModified, ImplementationHung
+
+    kind, _, message = line.partition(": ")
+    error = {"ImplementationHung": ImplementationHung, "HarnessModified": HarnessModified}.get(kind, RankFailed)
+    raise error(f"in rank {rank}: {message if error is not RankFailed else line}")
+
+
+def _start(spec, contract, level, fixed_token_id, device, context, timeout, prefix):
+    """(in a rank) Import the implementation anew and keep a runner for it."""
+    from simacc.harness import impl
+    from simacc.harness.runner import Runner
+
+    watch.configure(prefix)
+    implementation = impl.load(spec, contract, level, fixed_token_id)
+    runner = Runner(implementation, device, timeout, context=context)
+    runner.__enter__()
+    _RUNNER["runner"] = runner
+
+
+def _call(case):
+    """(in a rank) One call of ``case``, as a :class:`RankOutcome`."""
+    outcome = _RUNNER["runner"].attempt(case)
+    error = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"[:2000]
+    return RankOutcome(_on_cpu(outcome.returned), {k: _on_cpu(v) for k, v in outcome.args.items()}, error)
+
+
+def _on_cpu(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(map(_on_cpu, value))
+    return value
