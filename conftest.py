@@ -5,7 +5,12 @@ loaded by name in ``pyproject.toml``'s ``addopts``, which turns autoloading off;
 Tests marked ``slow`` (an install from a built wheel, a check under a pytest-xdist worker)
 run only with ``--simacc-run-slow``: CI's suite keeps to about a minute without them. The
 option is namespaced because this file is also read where a project checks an editable
-install of simacc from this checkout."""
+install of simacc from this checkout.
+
+Each process that runs tests makes the copy that fresh processes start from
+(:mod:`simacc.harness.fresh`) before the tests are collected: the self-tests import the zoo at
+collection, and ranks forked from a copy that already holds an implementation's module would
+not import it anew (they would be new interpreters instead, a second of torch each)."""
 
 import pytest
 
@@ -25,3 +30,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow"):
             item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    if session.config.pluginmanager.has_plugin("dsession"):
+        return  # pytest-xdist's controller: its workers collect and run the tests
+    from simacc.harness import fresh, tamper
+
+    tamper.baseline()
+    fresh.prepare()

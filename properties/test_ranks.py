@@ -40,12 +40,14 @@ def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
 
 
 def _check_alike(what, got, expected, case, length):
-    """``got`` (rank 1's) is ``expected`` (rank 0's): every byte of a tensor, else ``==``."""
+    """``got`` (rank 1's) is ``expected`` (rank 0's): every byte of a tensor, else ``==`` (NaN
+    alike)."""
     __tracebackhide__ = True
     if isinstance(expected, torch.Tensor):
         check_equal(what, got, expected, case, length)
     else:
-        check(got == expected, what, repr(got), f"{expected!r}, as in rank 0", case, length)
+        alike = got == expected or (got != got and expected != expected)  # NaN, as a length may be
+        check(alike, what, repr(got), f"{expected!r}, as in rank 0", case, length)
 
 
 def _shown_length(outcome):

@@ -43,6 +43,23 @@ HOST = {
             num_correct_drafts.add_(1)
             return out
         """,
+    # as sglang's own module does (CONTRACT.md §11.6): a helper compiled at import
+    "my_pkg/compiled.py": f"""\
+        import torch
+
+        import simacc
+
+
+        @torch.compile(backend="eager", dynamic=True)
+        def _counts(num_correct_drafts):
+            return num_correct_drafts.clone()
+
+
+        def generate({EAGLE_ARGS}):
+            out = simacc.generate_simulated_accept_index({CALL})
+            num_correct_drafts.copy_(_counts(num_correct_drafts))
+            return out
+        """,
     "tests/conftest.py": """\
         import pytest
         from hypothesis import settings
@@ -111,12 +128,13 @@ def pytest_run(project, *args, ci=False, python=sys.executable):
                           capture_output=True, text=True, timeout=600)
 
 
-def test_the_command_checks_a_correct_implementation_beside_the_hosts_own_tests(project):
-    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", *FEW,
-                      "-n", "2")
+def test_the_command_checks_a_correct_compiled_implementation_beside_the_hosts_own_tests(project):
+    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.compiled:generate", "--simacc-device=cpu", *FEW,
+                      "--simacc-property=ranks_*", "-n", "2")
     assert done.returncode == 0, done.stdout[-3000:]
-    assert f"simacc: implementation my_pkg.kernels:generate ({project / 'my_pkg' / 'kernels.py'}, version 1.2.3)" \
+    assert f"simacc: implementation my_pkg.compiled:generate ({project / 'my_pkg' / 'compiled.py'}, version 1.2.3)" \
         in done.stdout
+    assert "modified the harness" not in done.stdout
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
 

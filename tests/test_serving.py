@@ -159,14 +159,15 @@ def test_each_grad_mode_runs_in_sessions_of_its_own_and_the_header_says_which():
     code, out = _pytest(str(REPO / "properties"), "--co", "-k", "aliases or serving or index_rows")
     assert code == 0
     assert ("simacc: grad modes inference (every property), no_grad (the serving-loop and aliasing properties), "
-            "each in processes of its own; this session runs inference") in out
+            "each in processes of its own; this session runs inference only (--simacc-run-context runs another; "
+            "simacc check runs each)") in out
     for shown in ("test_result_aliases_no_input[cpu-inference]", "test_serving_loop_conforms_at_every_step[cpu-inference]",
                   "test_index_rows_are_root_plus_range_then_minus_one[cpu]"):
         assert shown in out
     assert "no_grad]" not in out  # deselected: a process runs one grad mode (CONTRACT.md §11.5)
     code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-run-context=no_grad", "-k",
                         "aliases or serving or index_rows")
-    assert code == 0 and "this session runs no_grad" in out
+    assert code == 0 and "this session runs no_grad only" in out
     assert "test_result_aliases_no_input[cpu-no_grad]" in out and "test_serving_loop_conforms_at_every_step[cpu-no_grad]" in out
     assert "inference]" not in out and "index_rows_are_root_plus_range_then_minus_one" not in out
     code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-context=no_grad", "-k", "aliases")

@@ -26,8 +26,8 @@ from simacc.harness import catalogue, grad_modes, session
 from simacc.harness import settings as opts
 from simacc.harness.status import Status
 
-OPTIONS = ("contract", "level", "device", "context", "profile", "max_examples", "seed", "timeout", "fixed_token_id",
-           "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
+OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "max_examples", "seed", "timeout",
+           "fixed_token_id", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -158,6 +158,7 @@ def header_of(chosen, loaded, given=None):
         "devices": list(chosen.devices),
         "cuda_available": loaded.get("cuda_available"),
         "contexts": list(chosen.contexts),
+        "run_context": chosen.run_context,
         "profile": chosen.profile,
         "max_examples": chosen.max_examples,
         "seed": chosen.seed,
@@ -183,7 +184,7 @@ def format_header(header):
         f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}; "
         f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})",
         f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
-        f"  grad mode: {grad_modes.describe(header['contexts'])}",
+        f"  grad mode: {grad_modes.describe(header['contexts'], header.get('run_context'))}",
         f"  profile:   simacc-{header['profile']}, {examples} examples per property, seed {seed}",
         f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
         f"  versions:  simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "

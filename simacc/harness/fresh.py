@@ -28,7 +28,7 @@ import threading
 import warnings
 from multiprocessing.connection import Connection
 
-_ZYGOTE = {"socket": None}  # in the process that made it: our end of the zygote's socket
+_ZYGOTE = {"socket": None, "modules": frozenset()}  # in its maker: our end of its socket, the modules it holds
 _LOCK = threading.Lock()
 _COPY = {"is": False}  # this process is itself a fresh one: it makes no zygote of its own
 
@@ -49,7 +49,13 @@ def prepare():
         ours.close()
         _zygote(theirs)
     theirs.close()
-    _ZYGOTE["socket"] = ours
+    _ZYGOTE["socket"], _ZYGOTE["modules"] = ours, frozenset(sys.modules)
+
+
+def holds(module):
+    """Whether the copies are made from a process that had imported ``module`` already: a
+    copy then has it without importing it anew."""
+    return module in _ZYGOTE["modules"]
 
 
 def _zygote(channel):

@@ -44,16 +44,12 @@ def expand(text):
 
 def describe(selected, running=None):
     """What a header says of the modes ``selected``: which properties run in which, and, when
-    this session's processes run only ``running``, that the others need sessions of their own."""
+    a session runs only ``running``, that it does."""
     if len(selected) == 1:
         return f"{selected[0]} (every property)"
     said = (f"{selected[0]} (every property), {', '.join(selected[1:])} (the serving-loop and aliasing properties), "
             "each in processes of its own")
-    if running is None:
-        return said
-    others = [mode for mode in selected if mode != running]
-    return (f"{said}; this session runs {running}, the {'ones' if len(others) > 1 else 'one'} of "
-            f"{', '.join(others)} with --simacc-run-context (simacc check runs each)")
+    return said if running is None else f"{said}; this session runs {running} only"
 
 
 def entered(name):

@@ -7,7 +7,9 @@ themselves. Here each :class:`~simacc.harness.catalogue.Property` is run directl
 the same :meth:`~simacc.harness.catalogue.Property.run` the pytest plugin uses, once per
 parametrization (and grad mode, for a property that runs in each), with a fresh
 :class:`~simacc.harness.runner.Runner` under the given Hypothesis settings (so the CI zoo can
-skip shrinking).
+skip shrinking). A server runs one grad mode per process (CONTRACT.md §11.5), so only the
+first mode runs in this process: each other runs in a fresh process of its own
+(:mod:`simacc.harness.fresh`).
 """
 
 import time

@@ -483,7 +483,8 @@ def pytest_report_header(config):
         + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
         "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
                                                         config.invocation_params.dir),
-        f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}",
+        f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}"
+        + (" (--simacc-run-context runs another; simacc check runs each)" if len(chosen.contexts) > 1 else ""),
     ]
     variables = opts.in_effect()
     if variables:

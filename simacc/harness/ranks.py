@@ -4,7 +4,8 @@ server does. A server never compares its ranks' results: two ranks that draw dif
 lengths desynchronise the batch or hang a collective, so simacc compares them.
 
 :class:`Ranks` keeps :data:`RANKS` fresh processes (:mod:`simacc.harness.fresh`) for one
-test and sends every case to each; each rank calls the implementation through a
+test and sends every case to each (copies of this process made before the implementation was
+imported, or new interpreters where it had been imported before them); each rank calls the implementation through a
 :class:`~simacc.harness.runner.Runner` of its own (the time limit, the protections, torch's
 CPU generator seeded from the case, a functional port's key from it), on the test's device
 and in its grad mode, and answers with what the call returned and left in its arguments, on
@@ -43,9 +44,10 @@ class Ranks:
 
         self.timeout = timeout
         self.processes = []
+        new = devices.is_cuda(device) or (not impl.is_reference and any(map(fresh.holds, _modules(impl))))
         try:
             for _ in range(RANKS):
-                self.processes.append(fresh.Process(new=devices.is_cuda(device)))
+                self.processes.append(fresh.Process(new=new))
             self._all("simacc.harness.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
                       context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
         except BaseException:
@@ -76,6 +78,15 @@ class Ranks:
         for process in self.processes:
             process.close()
         self.processes = []
+
+
+def _modules(impl):
+    """The modules a rank must import anew: the one ``impl.spec`` names and the function's own.
+    (A copy made after they were imported would share their state from import on, so ranks of
+    such an implementation are new interpreters; simacc's own references keep no state.)"""
+    where = impl.spec.rpartition(":")[0]
+    dotted = () if where.endswith(".py") or "/" in where or "\\" in where else (where,)
+    return (*dotted, getattr(impl.fn, "__module__", None))
 
 
 def _reraise(line, rank):

@@ -1,0 +1,148 @@
+"""Correct code as it lives in a real serving process is accepted (CONTRACT.md §11.5-§11.7):
+compiled with ``torch.compile`` (torch's own wrapper of ``torch.manual_seed`` is not
+tampering), keeping state in one grad mode per process; and ranks that would draw different
+lengths are caught, with a message that says what ranks would see. The zoo's entries of
+:mod:`simacc.zoo.realprocess` go through the whole catalogue in ``tests/test_zoo.py``; here
+they go through the commands, as a user runs them.
+"""
+
+import functools
+import sys
+import textwrap
+
+import pytest
+import torch
+from hypothesis import Phase, settings
+
+from simacc import properties, zoo
+from simacc.commands import cli
+from simacc.harness import catalogue, impl, inprocess, profiles, tamper
+from simacc.harness import repro_files as reprofile
+from simacc.harness.cases import EagleCase, TensorArg
+from simacc.harness.status import Status
+
+COUNT = "num_correct_drafts_is_length_minus_one"
+RANKS = "ranks_agree_given_the_same_inputs_and_seed"
+ALIASES = "result_aliases_no_input"
+KILLING = settings(profiles.for_session("ci"), database=None, phases=[Phase.explicit, Phase.generate])
+
+
+@pytest.fixture
+def workdir(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # loading an IMPL appends folders
+    return tmp_path
+
+
+def check(capsys, *argv):
+    code = cli.main(["check", "-v", "--device", "cpu", "--max-examples", "5", "--seed", "0", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def recorded():
+    """``torch.manual_seed`` as the harness recorded it, put back after the test."""
+    tamper.baseline()
+    before = torch.manual_seed
+    yield before
+    torch.manual_seed = before
+    tamper.modified()
+
+
+def test_torchs_own_wrapper_of_a_recorded_function_is_adopted_not_reported(recorded):
+    torch.manual_seed = torch._disable_dynamo(recorded)  # what importing torch._dynamo does
+    assert tamper.modified() == [] and torch.manual_seed.__wrapped__ is recorded
+    torch.equal = torch._disable_dynamo(lambda a, b: True)  # torch's wrapper, of something else
+    assert tamper.modified() == ["torch.equal"] and torch.equal(torch.zeros(1), torch.ones(1)) is False
+
+
+def test_a_wrapper_written_outside_torch_is_still_a_modification(recorded):
+    @functools.wraps(recorded)
+    def seeded(*args, **kwargs):
+        return recorded(*args, **kwargs)
+
+    torch.manual_seed = seeded
+    assert tamper.modified() == ["torch.manual_seed"] and torch.manual_seed is recorded
+
+
+@pytest.mark.parametrize(("entry", "workers"), [("compiled_at_import", "0"), ("per_shape_work_buffer", "2")])
+def test_correct_code_of_a_serving_process_is_conformant(workdir, capsys, entry, workers):
+    code, out, err = check(capsys, zoo.CORRECT[entry].spec, "-n", workers)
+    assert code == 0, out + err
+    assert "CONFORMANT" in out and "modified the harness" not in out
+    assert f"{ALIASES}[cpu-no_grad]" in err and f"{ALIASES}[cpu-inference]" in err  # each mode in its own session
+
+
+def test_a_replay_of_a_compiled_implementation_is_not_taken_for_tampering(workdir, capsys):
+    path = reprofile.save(reprofile.Repro(COUNT, "simacc.properties.test_index", "eagle", "somewhere:else", "cpu",
+                                          "found elsewhere", _case()), workdir)
+    code = cli.main(["repro", str(path), "--impl", zoo.CORRECT["compiled_at_import"].spec])
+    out = capsys.readouterr().out
+    assert code == 0 and f"pass: {COUNT} holds" in out, out
+
+
+def _case():
+    return EagleCase(accept_index=TensorArg(torch.tensor([[0, -1]], dtype=torch.int32)),
+                     predict=TensorArg(torch.arange(2, dtype=torch.int32)),
+                     num_correct_drafts=TensorArg(torch.tensor([5], dtype=torch.int32)), candidates=None,
+                     target_predict=None, bs=1, spec_steps=1, simulate_acc_len=1.5,
+                     simulate_acc_method="match-expected", simulate_acc_token_mode="fixed", seed=3)
+
+
+@pytest.mark.parametrize("entry", ["draws_from_os_entropy", "draws_from_an_unseeded_numpy_generator"])
+def test_ranks_that_draw_different_lengths_say_so(entry):
+    mutant = zoo.MUTANTS[entry]
+    (result,) = inprocess.run(impl.load(mutant.spec, level="semantic"), "cpu", [properties.find(RANKS)],
+                              settings=KILLING)
+    assert result.status == Status.FAIL
+    assert result.message.startswith("AssertionError: rank 0 drew L=") and ", rank 1 drew L=" in result.message
+    assert "for the same inputs and seed" in result.message
+
+
+def test_each_rank_imports_the_implementation_anew(workdir, capsys):
+    """A generator made at import from the operating system's entropy: one per rank."""
+    (workdir / "seeded_at_import.py").write_text(textwrap.dedent("""\
+        import numpy as np
+        import torch
+
+        _RNG = np.random.default_rng()  # from the operating system, once, when imported
+
+
+        def generate(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                     simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+            width = spec_steps + 1
+            length = 1 + int(width > 1 and _RNG.random() < 0.5)
+            cols = torch.arange(width, dtype=torch.int32)
+            num_correct_drafts.fill_(length - 1)
+            predict.fill_(100)
+            return torch.where(cols < length, accept_index[:, :1].to(torch.int32) + cols, -1).to(torch.int32)
+        """))
+    code, out, err = check(capsys, "seeded_at_import.py:generate", "--level", "semantic", "-n", "0",
+                           "--property", RANKS, "--max-examples", "20")
+    assert code == 1 and "rank 0 drew L=" in out, out + err
+
+
+def test_a_failure_that_does_not_reproduce_is_printed_as_a_failure_with_one_line_more(workdir, capsys):
+    """Wrong on the third call of its process only: Hypothesis's replay passes (a FlakyFailure)."""
+    (workdir / "third_call.py").write_text(textwrap.dedent("""\
+        import simacc
+
+        CALLS = [0]
+
+
+        def generate(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                     simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+            CALLS[0] += 1
+            out = simacc.generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates,
+                                                         target_predict, bs, spec_steps, simulate_acc_len,
+                                                         simulate_acc_method, simulate_acc_token_mode)
+            if CALLS[0] == 3:
+                num_correct_drafts.add_(1)
+            return out
+        """))
+    code, out, err = check(capsys, "third_call.py:generate", "-n", "0", "--property", COUNT, "--max-examples", "10")
+    assert code == 1, out + err
+    block = out[out.index(f"FAIL {COUNT}"):]
+    assert block.splitlines()[1].strip().startswith("num_correct_drafts[0]=") and "FlakyFailure" not in block
+    assert catalogue.NOT_REPRODUCED in block and "replay: simacc repro " in block
