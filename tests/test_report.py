@@ -12,6 +12,7 @@ import json
 import re
 import sys
 import types
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -66,11 +67,11 @@ def test_a_plain_pytest_report_gets_the_data_and_the_chart_in_its_failure_text()
     assert len(report.user_properties) == 1
 
 
-def test_check_prints_the_chart_in_the_failure_block_and_writes_it_as_json_and_as_a_page(tmp_path, monkeypatch,
+def test_check_prints_the_chart_in_the_failure_block_and_writes_it_in_json_junit_and_a_page(tmp_path, monkeypatch,
                                                                                         capsys):
     monkeypatch.chdir(tmp_path)
     code = cli.main(["check", CLAMPED, "--level", "semantic", "--property", f"{MULTINOMIAL}[0.4-cpu]", "--device", "cpu",
-                     "-n", "0", "-q", "--json", "v.json", "--html", "report.html"])
+                     "-n", "0", "-q", "--json", "v.json", "--junitxml", "v.xml", "--html", "report.html"])
     out = capsys.readouterr().out
     assert code == 1
     block = out.split("\n\n")[0]
@@ -79,6 +80,8 @@ def test_check_prints_the_chart_in_the_failure_block_and_writes_it_as_json_and_a
     (row,) = json.loads((tmp_path / "v.json").read_text())["results"]
     assert row["distribution"]["expected"] == support.gaussian_probabilities(0.4, 4)
     assert sum(row["distribution"]["observed"]) == sampling.RUNS
+    failure = ET.parse(tmp_path / "v.xml").getroot().find(".//failure").text
+    assert "\nL over 1000 draws, observed (#) against expected (=)" in failure and "\nreplay: simacc check " in failure
     page = (tmp_path / "report.html").read_text()
     if report_html.plots_available():
         assert page.count("<img alt=") == 1 and "src='data:image/png;base64," in page

@@ -331,14 +331,17 @@ def _grouped(rows):
 
 def junit(verdict):
     """The verdict as JUnit XML: one ``<testcase>`` per test, named with its module path
-    (``simacc.properties.test_index``); a failure carries its message and replay command;
+    (``simacc.properties.test_index``); a failure carries its message, its chart (a
+    distribution's) and replay command;
     properties that do not apply are not test cases (their count is a suite property)."""
     cases, failures, skipped = [], 0, 0
     for r in verdict.results:
         attrs = f'classname={quoteattr("simacc.properties." + r.module)} name={quoteattr(r.id)} time="{r.seconds:.3f}"'
         if r.status in FAILED:
             failures += 1
-            text = "\n".join(filter(None, [r.message, r.case and f"case: {r.case}", r.replay and f"replay: {r.replay}"]))
+            chart = r.distribution and "\n".join(Distribution.from_json(r.distribution).chart())
+            text = "\n".join(filter(None, [r.message, chart, r.case and f"case: {r.case}",
+                                           r.replay and f"replay: {r.replay}"]))
             first = (r.message.splitlines() or [r.status.value])[0]
             cases.append(f"  <testcase {attrs}>\n    <failure message={quoteattr(first)}>{escape(text)}</failure>\n"
                          "  </testcase>")
