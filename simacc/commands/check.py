@@ -27,7 +27,7 @@ from simacc.harness import settings as opts
 from simacc.harness.status import Status
 
 OPTIONS = ("contract", "level", "device", "context", "profile", "max_examples", "seed", "timeout", "fixed_token_id",
-           "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
+           "tokenizer", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -160,6 +160,7 @@ def header_of(chosen, loaded, given=None):
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
         "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),
+        "tokenizer": str(chosen.tokenizer) if chosen.tokenizer else None,
         "device": chosen.device,
         "devices": list(chosen.devices),
         "cuda_available": loaded.get("cuda_available"),
@@ -195,6 +196,8 @@ def header_rows(header):
         ("versions", f"simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
                      f"python {header['python']}"),
     ]
+    if header.get("tokenizer"):
+        rows.insert(3, ("tokenizer", header["tokenizer"]))
     return rows
 
 
