@@ -161,3 +161,5 @@ def test_a_check_with_a_tokenizer_shows_it_in_the_header_and_fails_a_lone_byte(f
     out = capsys.readouterr().out
     assert code == 1 and f"  tokenizer: {files['bpe']}\n" in out
     assert f"FAIL {PROPERTY.id}\n  fixed token id 100 in tokenizer.json='\ufffd' alone" in out, out
+    assert f"  replay: simacc check simacc:generate_simulated_accept_index --property '{PROPERTY.id}[tokenizer-cpu]' -n 0 " \
+           f"--tokenizer {files['bpe']}\n" in out

@@ -387,4 +387,6 @@ def _replay(result, chosen):
         command += ["--seed", str(chosen.seed)]
     if chosen.database:
         command += ["--database", chosen.database]
+    if chosen.tokenizer:
+        command += ["--tokenizer", str(opts.shown(chosen.tokenizer))]
     return shlex.join(command)

@@ -77,7 +77,7 @@ def _table(rows):
         examples = "-" if r.examples is None else r.examples
         detail = (r.message.splitlines() or [""])[0] if r.status not in CHECKED else ""
         body.append(f"<tr><td><code>{_e(r.id)}</code></td><td class={_colour(r.status)}>{_e(r.status.value)}</td>"
-                    f"<td>{_e(', '.join(r.devices))}</td><td class=num>{_e(examples)}</td>"
+                    f"<td>{_e(', '.join(dict.fromkeys(r.devices)))}</td><td class=num>{_e(examples)}</td>"
                     f"<td class=num>{r.seconds:.1f} s</td><td>{_e(detail)}</td></tr>")
     return ("<table class=verdict><tr><th>property</th><th>status</th><th>devices</th><th class=num>examples</th>"
             "<th class=num>time</th><th></th></tr>" + "".join(body) + "</table>")
