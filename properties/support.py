@@ -19,6 +19,7 @@ from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.assertions import check, check_equal, describe
 from simacc.harness.cases import EagleCase, KernelCase, TensorArg
+from simacc.harness.distributions import Distribution
 
 FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
 
@@ -297,14 +298,15 @@ def sampled_lengths(simacc, x, method, runs, spec_steps=3):
 def check_distribution(lengths, probabilities, what, false_alarm=FALSE_ALARM):
     """The empirical CDF of ``lengths`` is within the DKW bound of ``probabilities``
     (``P(L = k)``, ``k = 1..len``) at the rate ``false_alarm`` (:data:`FALSE_ALARM`, or
-    less where one property checks several times)."""
+    less where one property checks several times). A failure carries the distribution."""
     __tracebackhide__ = True
     runs = len(lengths)
     k, gap = largest_cdf_gap(lengths, probabilities)
     eps = dkw_epsilon(runs, false_alarm)
     counts = [lengths.count(k) for k in range(1, len(probabilities) + 1)]
     expected = [round(p * runs) for p in probabilities]
-    check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None)
+    check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None,
+          distribution=Distribution.of(lengths, probabilities, eps, what))
 
 
 # -- checks several properties make ---------------------------------------------------------

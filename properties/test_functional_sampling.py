@@ -24,6 +24,7 @@ from simacc.contract import jaxbridge
 from simacc.harness.assertions import check
 from simacc.harness.cases import FunctionalCase, TensorArg
 from simacc.harness.catalogue import claim
+from simacc.harness.distributions import Distribution
 from simacc.properties import support
 
 RUNS = 300
@@ -69,7 +70,8 @@ def check_lengths(simacc, x, method, probabilities):
     what = f"{method} L counts (x={x}, max_len={MAX_LEN}, keys from seeds 0..{len(lengths) - 1})"
     if only:
         counts = dict(sorted(collections.Counter(lengths).items()))
-        check(counts.keys() == {only[0]}, what, counts, f"{{{only[0]}: {len(lengths)}}}, the only length allowed", None)
+        check(counts.keys() == {only[0]}, what, counts, f"{{{only[0]}: {len(lengths)}}}, the only length allowed", None,
+              distribution=Distribution.of(lengths, probabilities, 0.0, what))
     else:
         support.check_distribution(lengths, probabilities, what)
 

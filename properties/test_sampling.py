@@ -18,6 +18,7 @@ import torch
 
 from simacc.harness.assertions import check, check_equal
 from simacc.harness.catalogue import claim
+from simacc.harness.distributions import Distribution
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")
@@ -83,13 +84,16 @@ def test_match_expected_has_the_documented_mean_and_support(simacc, x):
     clamped = max(1.0, min(MAX_LEN, x))
     seen = sorted(set(lengths))
     allowed = sorted({math.floor(clamped), math.ceil(clamped)})
-    what = f"match-expected L support (x={x}, max_len={MAX_LEN}, seeds 0..{RUNS - 1})"
-    check(set(seen) <= set(allowed), what, seen, f"within {allowed}", None)
-    mean = sum(lengths) / RUNS
-    k, gap = support.largest_cdf_gap(lengths, support.match_expected_probabilities(x, MAX_LEN))
+    probabilities = support.match_expected_probabilities(x, MAX_LEN)
     eps = support.dkw_epsilon(RUNS)  # for two values: |mean - E[L]| <= eps too
+    shown = Distribution.of(lengths, probabilities, eps, f"match-expected L (x={x}, max_len={MAX_LEN})")
+    what = f"match-expected L support (x={x}, max_len={MAX_LEN}, seeds 0..{RUNS - 1})"
+    check(set(seen) <= set(allowed), what, seen, f"within {allowed}", None, distribution=shown)
+    mean = sum(lengths) / RUNS
+    k, gap = support.largest_cdf_gap(lengths, probabilities)
     what = f"match-expected mean L (x={x}, max_len={MAX_LEN}, seeds 0..{RUNS - 1})"
-    check(gap <= eps, what, mean, f"{clamped} within {eps:.3f} (CDF off by {gap:.3f} at {k})", None)
+    check(gap <= eps, what, mean, f"{clamped} within {eps:.3f} (CDF off by {gap:.3f} at {k})", None,
+          distribution=shown)
 
 
 @pytest.mark.parametrize("x", MULTINOMIAL_LENGTHS)
@@ -97,7 +101,10 @@ def test_match_expected_has_the_documented_mean_and_support(simacc, x):
 def test_multinomial_matches_the_rounded_clamped_gaussian(simacc, x):
     """multinomial is round(clamp(N(x, 1), 1, W)), the mean not clamped (§3.2, DKW bound)."""
     lengths = support.sampled_lengths(simacc, x, "multinomial", RUNS, SPEC_STEPS)
+    probabilities = support.gaussian_probabilities(x, MAX_LEN)
     outside = sum(not 1 <= n <= MAX_LEN for n in lengths)
-    check(outside == 0, f"multinomial L outside [1, {MAX_LEN}] (x={x}, seeds 0..{RUNS - 1})", outside, 0, None)
+    what = f"multinomial L outside [1, {MAX_LEN}] (x={x}, seeds 0..{RUNS - 1})"
+    shown = Distribution.of(lengths, probabilities, support.dkw_epsilon(RUNS), f"multinomial L (x={x})")
+    check(outside == 0, what, outside, 0, None, distribution=shown)
     what = f"multinomial L counts for 1..{MAX_LEN} (x={x}, seeds 0..{RUNS - 1})"
-    support.check_distribution(lengths, support.gaussian_probabilities(x, MAX_LEN), what)
+    support.check_distribution(lengths, probabilities, what)

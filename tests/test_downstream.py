@@ -5,12 +5,15 @@ of its own, and its own ``@given`` test that checks all of these are still its o
 are the README's command, in a process of their own with plugin autoloading on, as in a
 project's CI (simacc found through its entry point), from the project's folder.
 
-The last test installs simacc from a built wheel into a fresh virtual environment: it takes
-minutes, so it runs with ``--simacc-run-slow``.
+The last test installs simacc into a fresh virtual environment with the README's commands (a
+wheel of this checkout: no package named simacc is published): it takes minutes, so it runs
+with ``--simacc-run-slow``.
 """
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -105,6 +108,22 @@ COMMAND = ("--pyargs", "simacc.properties", "tests")  # the README's, with the h
 # and in the suite itself): Hypothesis ones, a regression replay, one not applicable to eagle.
 FEW = ("--simacc-property=index_*", "--simacc-property=num_correct_drafts_*", "--simacc-property=regression",
        "--simacc-property=dflash_counts_*", "--simacc-max-examples=10")
+# The README's install of simacc, as the slow test runs it: a wheel of a checkout, then the wheel.
+CHECKOUT = "path/to/simacc"
+INSTALL = (f"pip wheel --no-deps -w wheels {CHECKOUT}", "pip install wheels/simacc-*.whl")
+
+
+def from_an_index(line):
+    """Whether a shell line's ``pip install`` asks a package index for simacc (``simacc``,
+    ``'simacc[redis]'``), where nothing of that name is published; a path, a wheel or
+    ``simacc @ URL`` is not asking."""
+    for command in re.split(r"&&|;|\|", line.split("#")[0]):
+        words = shlex.split(command.replace("- run:", "")) if "pip install" in command else []
+        if words[:2] == ["pip", "install"]:
+            if any(re.fullmatch(r"simacc(\[[\w,]*\])?", w) and words[i + 1:i + 2] != ["@"]
+                   for i, w in enumerate(words)):
+                return True
+    return False
 
 
 @pytest.fixture
@@ -177,17 +196,33 @@ def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(p
     assert f"test_regression[{promoted.stem}-cpu] FAILED" in again.stdout, again.stdout[-3000:]
 
 
+def commands(folder):
+    """The lines of the docs' commands (indented code and CI ``run:`` steps) in ``folder``."""
+    pages = [folder / "README.md", *sorted((folder / "docs").glob("*.md"))]
+    return [line for page in pages for line in page.read_text(encoding="utf-8").splitlines()
+            if line.startswith("    ") or "- run:" in line]
+
+
+def test_the_docs_install_simacc_as_the_slow_test_does_never_from_a_package_index():
+    lines = commands(REPO)
+    assert all(any(line.strip().startswith(step) for line in lines) for step in INSTALL), INSTALL
+    assert not [line for line in lines if from_an_index(line)]
+    assert from_an_index("      - run: pip install simacc -e .")  # what the README once said
+    assert from_an_index("pip install torch==2.13.0 'simacc[redis]' -e .   # simacc, and your port")
+    assert not from_an_index("pip install 'simacc @ git+https://host/simacc.git@1234abc' && simacc check x:y")
+
+
 @pytest.mark.slow
 def test_from_a_built_wheel_simacc_installs_one_package_and_checks_the_project(project, tmp_path_factory):
-    build = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(build), str(REPO)], check=True)
-    (wheel,) = build.glob("simacc-*.whl")
     venv = tmp_path_factory.mktemp("venv") / "v"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     torch = __import__("torch").__version__.split("+")[0]  # the CPU build this machine has
     subprocess.run([python, "-m", "pip", "install", "-q", f"torch=={torch}"], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True)
+    for step in INSTALL:  # the README's lines, in the project, with this checkout and the new environment's pip
+        line = step.replace(CHECKOUT, str(REPO)).replace("pip ", f"{python} -m pip ", 1)
+        subprocess.run(["bash", "-c", f"{line} -q"], cwd=project, check=True)
+    (wheel,) = (project / "wheels").glob("simacc-*.whl")
     files = subprocess.run([python, "-m", "pip", "show", "-f", "simacc"], capture_output=True, text=True, check=True)
     listed = [line.strip() for line in files.stdout.split("Files:")[1].splitlines() if line.strip()]
     tops = {line.split("/")[0] for line in listed if not line.startswith("..")}

@@ -20,6 +20,8 @@ from simacc.harness.status import FAILED, Status
 # Properties no mutant can fail, and why.
 NOT_MUTANT_KILLABLE = {
     "regression": "replays the promoted corpus through the other properties; its content changes",
+    "fixed_token_id_decodes_to_visible_text": "judges the fixed id against the model's tokenizer, never the code "
+                                              "(tests/test_tokenizer.py fails it with 100 on a byte-level BPE)",
 }
 CORRECT_EXAMPLES = 20
 KILLING = settings(profiles.for_session("ci"), database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])

@@ -27,7 +27,7 @@ from simacc.harness import settings as opts
 from simacc.harness.status import Status
 
 OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "max_examples", "seed", "timeout",
-           "fixed_token_id", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
+           "fixed_token_id", "tokenizer", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -79,6 +79,8 @@ def register(subparsers):
                    "quicker to start, but a crash (or a call stuck in C code) ends the whole check")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
     p.add_argument("--junitxml", type=Path, metavar="PATH", help="also write the verdict as JUnit XML")
+    p.add_argument("--html", type=Path, metavar="REPORT", help="also write the verdict as one self-contained HTML "
+                   "page, a failing distribution plotted against the expected one (plots need matplotlib)")
     loud = p.add_mutually_exclusive_group()
     loud.add_argument("-v", "--verbose", action="store_true", help="the whole table, and on a log a progress line "
                       "per test")
@@ -95,7 +97,7 @@ def run(args):
     args.simacc_impl = args.impl
     verbosity = 1 if args.verbose else -1 if args.quiet else 0
     try:
-        for path in (args.json, args.junitxml):
+        for path in (args.json, args.junitxml, args.html):
             if path is not None and not path.resolve().parent.is_dir():
                 raise UsageError(f"{path}: no such folder {path.parent}")
         if args.list:
@@ -114,6 +116,10 @@ def run(args):
             write_atomically(args.json, json.dumps(result.to_json(), indent=2) + "\n")
         if args.junitxml is not None:
             write_atomically(args.junitxml, verdict.junit(result))
+        if args.html is not None:
+            from simacc.commands import report_html
+
+            write_atomically(args.html, report_html.page(result))
     except OSError as e:
         print(f"simacc check: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return Exit.USAGE
@@ -154,6 +160,7 @@ def header_of(chosen, loaded, given=None):
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
         "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),
+        "tokenizer": str(chosen.tokenizer) if chosen.tokenizer else None,
         "device": chosen.device,
         "devices": list(chosen.devices),
         "cuda_available": loaded.get("cuda_available"),
@@ -173,24 +180,31 @@ def header_of(chosen, loaded, given=None):
     }
 
 
-def format_header(header):
+def header_rows(header):
+    """``[(name, value)]``: the header as its lines say it (the terminal and the HTML report)."""
     seed = header["seed"] if header["seed"] is not None else ("derandomized" if header["profile"] == "ci" else "random")
     cuda = "available" if header["cuda_available"] else "not available"
     examples = header["max_examples"] or "the profile's"
-    lines = [
-        f"simacc check {header['impl']}",
-        f"  file:      {header['file'] or '(none)'}",
-        f"  version:   {header['version'] or '(none)'}",
-        f"  contract:  {header['contract']} ({header['contract_from']}); level {header['level']}; "
-        f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})",
-        f"  devices:   {', '.join(header['devices'])} (CUDA {cuda})",
-        f"  grad mode: {grad_modes.describe(header['contexts'], header.get('run_context'))}",
-        f"  profile:   simacc-{header['profile']}, {examples} examples per property, seed {seed}",
-        f"  limits:    {header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else ""),
-        f"  versions:  simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
-        f"python {header['python']}",
+    rows = [
+        ("file", header["file"] or "(none)"),
+        ("version", header["version"] or "(none)"),
+        ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}; "
+                     f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})"),
+        ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
+        ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
+        ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),
+        ("limits", f"{header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else "")),
+        ("versions", f"simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
+                     f"python {header['python']}"),
     ]
-    return "\n".join(lines)
+    if header.get("tokenizer"):
+        rows.insert(3, ("tokenizer", header["tokenizer"]))
+    return rows
+
+
+def format_header(header):
+    return "\n".join([f"simacc check {header['impl']}", *(f"  {f'{name}:':<10} {value}" for name, value in
+                                                         header_rows(header))])
 
 
 def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=False):
@@ -375,4 +389,6 @@ def _replay(result, chosen):
         command += ["--seed", str(chosen.seed)]
     if chosen.database:
         command += ["--database", chosen.database]
+    if chosen.tokenizer:
+        command += ["--tokenizer", str(opts.shown(chosen.tokenizer))]
     return shlex.join(command)

@@ -30,7 +30,7 @@ import sys
 from simacc.commands import prune
 from simacc.commands.exits import Exit
 from simacc.commands.supervised import supervise_command
-from simacc.harness import contracts, devices
+from simacc.harness import contracts, devices, distributions
 from simacc.harness import settings as opts
 from simacc.harness.stream import clip
 
@@ -259,6 +259,9 @@ def _replay_file(args):
             print(f"pass: {prop.id} holds for this case")
         else:
             print(f"FAIL: {clip(_claim(error), MAX_LINE)}")
+            shown = distributions.carried(error)
+            if shown is not None:
+                print("\n".join(f"  {line}" for line in shown.chart()))
             if prop.machine:
                 print("(a program: the message names the step that failed, whose outputs it compares)")
             elif not isinstance(error, (ImplementationHung, HarnessModified)):  # calling it again would do it again

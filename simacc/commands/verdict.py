@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
+from simacc.harness.distributions import Distribution
 from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status
 
 SCHEMA = "simacc.check/1"
@@ -40,7 +41,9 @@ class PropertyResult:
     ``examples`` is how many examples Hypothesis ran to an outcome (None when unknown: not
     a Hypothesis test, or it never finished). ``message`` is the failure (or the reason for
     a skip); ``repro`` the repro file; ``case`` the minimal case; ``replay`` the command
-    that replays a failure; ``nodeid`` the pytest node of a single-test row.
+    that replays a failure; ``nodeid`` the pytest node of a single-test row;
+    ``distribution`` what a failing distribution property observed against what it expected
+    (:class:`~simacc.harness.distributions.Distribution`, as JSON).
     """
 
     id: str
@@ -54,6 +57,7 @@ class PropertyResult:
     replay: str | None = None
     nodeid: str | None = None
     module: str = ""
+    distribution: dict | None = None
 
 
 @dataclass
@@ -131,6 +135,7 @@ def result_of(event):
         message=message,
         repro=event.get("repro") if status == Status.FAIL else None,
         case=event.get("case") if status == Status.FAIL else None,
+        distribution=event.get("distribution") if status == Status.FAIL else None,
         devices=(event["device"],) if event.get("device") else (),
         nodeid=event["nodeid"],
         module=module,
@@ -237,14 +242,15 @@ def render(verdict, verbosity=0, colour=False):
     sections += [_failure(r, paint, earlier.message if earlier else "") for earlier, r in zip([None, *failed], failed)]
     tail = _grouped(verdict.results) if verbosity == 0 else []
     tail += [f"note: {note}" for note in verdict.notes] if verbosity >= 0 else []
-    sections.append([*tail, _summary(verdict, paint)])
+    sections.append([*tail, summary(verdict, paint)])
     return "\n\n".join("\n".join(section) for section in sections if section)
 
 
 _OUTCOME_COLOURS = {"conformant": "green", "not conformant": "red"}
 
 
-def _summary(verdict, paint):
+def summary(verdict, paint=terminal.painter(False)):
+    """The summary line: the outcome, the count of each status, the time, the exit code."""
     counts = ", ".join(f"{n} {status}" for status, n in verdict.counts().items())
     took = f" in {verdict.seconds:.1f} s" if verdict.seconds is not None else ""
     if verdict.interrupted:
@@ -283,16 +289,28 @@ def _failure(r, paint, before=""):
     """A failure's block: its message (the claim, the values, the case: "the same as above"
     when the failure ``before`` it printed that case), its replay command."""
     lines = [f"{paint(r.status.value, 'red')} {r.id}"]
-    message, _, case = (r.message or "").partition("\ncase=")
+    message, case = failure_parts(r)
     lines += [f"  {line}" for line in message.splitlines()]
-    if case:
-        same = "\ncase=" in before and before.partition("\ncase=")[2] == case
-        lines += ["  case=(the same case as above)"] if same else [f"  {line}" for line in f"case={case}".splitlines()]
-    if r.case and "\ncase=" not in r.message and r.case not in r.message:
-        lines.append(f"  case: {r.case}")
+    if r.distribution:
+        lines += [f"  {line}" for line in Distribution.from_json(r.distribution).chart()]
+    if case and case.startswith("case=") and "\ncase=" in before and before.partition("\ncase=")[2] == case[5:]:
+        lines.append("  case=(the same case as above)")
+    elif case:
+        lines += [f"  {line}" for line in case.splitlines()]
     if r.replay:
         lines.append(f"  replay: {r.replay}")
     return lines
+
+
+def failure_parts(r):
+    """``(message, case)`` of a failing row: its claim and values, then its case as the message
+    prints it (``case=...``), else the case's summary (``case: ...``), else empty."""
+    message, _, case = (r.message or "").partition("\ncase=")
+    if case:
+        return message, f"case={case}"
+    if r.case and r.case not in r.message:
+        return message, f"case: {r.case}"
+    return message, ""
 
 
 def _grouped(rows):
@@ -313,14 +331,17 @@ def _grouped(rows):
 
 def junit(verdict):
     """The verdict as JUnit XML: one ``<testcase>`` per test, named with its module path
-    (``simacc.properties.test_index``); a failure carries its message and replay command;
+    (``simacc.properties.test_index``); a failure carries its message, its chart (a
+    distribution's) and replay command;
     properties that do not apply are not test cases (their count is a suite property)."""
     cases, failures, skipped = [], 0, 0
     for r in verdict.results:
         attrs = f'classname={quoteattr("simacc.properties." + r.module)} name={quoteattr(r.id)} time="{r.seconds:.3f}"'
         if r.status in FAILED:
             failures += 1
-            text = "\n".join(filter(None, [r.message, r.case and f"case: {r.case}", r.replay and f"replay: {r.replay}"]))
+            chart = r.distribution and "\n".join(Distribution.from_json(r.distribution).chart())
+            text = "\n".join(filter(None, [r.message, chart, r.case and f"case: {r.case}",
+                                           r.replay and f"replay: {r.replay}"]))
             first = (r.message.splitlines() or [r.status.value])[0]
             cases.append(f"  <testcase {attrs}>\n    <failure message={quoteattr(first)}>{escape(text)}</failure>\n"
                          "  </testcase>")

@@ -10,7 +10,7 @@ index.
 
 import torch
 
-from simacc.harness import explain
+from simacc.harness import distributions, explain
 
 
 def describe(t):
@@ -55,8 +55,11 @@ def check_equal(what, got, expected, case, length=None, role=None):
         raise AssertionError(explain.message(claim, case, length, detail))
 
 
-def check(condition, what, got, expected, case, length=None):
-    """A scalar claim: ``condition`` must hold, else ``{what}={got}, but should be {expected}``."""
+def check(condition, what, got, expected, case, length=None, distribution=None):
+    """A scalar claim: ``condition`` must hold, else ``{what}={got}, but should be {expected}``.
+    ``distribution``: the :class:`~simacc.harness.distributions.Distribution` the claim is
+    about, which the failure carries for the reports to draw."""
     __tracebackhide__ = True
     if not condition:
-        raise AssertionError(explain.message(f"{what}={got}, but should be {expected}", case, length))
+        error = AssertionError(explain.message(f"{what}={got}, but should be {expected}", case, length))
+        raise distributions.attach(error, distribution) if distribution is not None else error

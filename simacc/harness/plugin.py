@@ -407,6 +407,10 @@ def pytest_runtest_makereport(item, call):
         if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception) \
                 and getattr(runner, "last", None) is not None and not item.stash.get(_LISTED, False):
             _record(item, call, report, runner)
+        if call.excinfo is not None:
+            from simacc.harness import distributions
+
+            distributions.report(report, call.excinfo.value)  # observed against expected, for the reports
     status = _status(item, call)
     if status is not None:
         item.stash[_STATUS] = status
@@ -691,4 +695,4 @@ def _result(nodeid, phases, unfinished=Status.NOT_RUN):
                 sections=props.get("simacc_sections"), status=status, message=message,
                 examples=props.get("simacc_examples"),
                 seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
-                case=props.get("simacc_case"), unfinished=cut_short)
+                case=props.get("simacc_case"), distribution=props.get("simacc_distribution"), unfinished=cut_short)

@@ -30,7 +30,7 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
                                 runner.context)
         path = reprofile.save(repro, repro_dir)
     except (OSError, reprofile.ReproError) as e:
-        _section(report, f"case: {case.summary()}\nno repro file: {e}")
+        section(report, f"case: {case.summary()}\nno repro file: {e}")
         return
     where = shown(path, invocation_dir)
     report.user_properties.append(("simacc_repro", str(path)))
@@ -38,14 +38,14 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     replay = ["simacc", "repro", str(where), "--impl", impl.spec]
     if impl.fixed_token_id != caller.DEFAULT_TOKEN_ID:  # set by an option, not by this environment
         replay += ["--fixed-token-id", str(impl.fixed_token_id)]
-    _section(report, f"case: {case.summary()}\nrepro file: {where}\nreplay it: {shlex.join(replay)}")
+    section(report, f"case: {case.summary()}\nrepro file: {where}\nreplay it: {shlex.join(replay)}")
 
 
-def _section(report, text):
+def section(report, text, title=SECTION):
     """A titled section of the failure text: in the traceback's own sections where it has
     them (the terminal and a JUnit ``<failure>`` both show those), else the report's."""
     sections = getattr(report.longrepr, "addsection", None)
     if sections is not None:
-        sections(SECTION, text)
+        sections(title, text)
     else:
-        report.sections.append((SECTION, text))
+        report.sections.append((title, text))

@@ -200,6 +200,8 @@ OPTIONS = {
                "S"),
         Option("fixed_token_id", fixed_token_id, "the id fixed mode must write, in every contract (default 100; "
                "sglang-jax writes 32)", "N", fallback="SGLANG_SIMULATE_ACC_TOKEN_ID"),
+        Option("tokenizer", _path, "the served model's tokenizer.json (read locally, never fetched): check that the "
+               "fixed id decodes to visible text in it (needs the tokenizers package)", "PATH"),
         Option("xfails", _path, "file of property ids expected to fail, one a line, '#' comments", "FILE"),
         Option("repro_dir", _path, f"where repro files of failing cases go (default {REPRO_DIR})", "DIR"),
         Option("corpus", _path, f"this project's regression corpus, replayed with simacc's own (default {CORPUS_DIR} "
@@ -230,6 +232,7 @@ class Settings:
     seed: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     fixed_token_id: int | None = None  # None: nothing set it, so 100
+    tokenizer: Path | None = None  # the served model's tokenizer.json, absolute
     xfails: Path | None = None
     repro_dir: Path = Path(REPRO_DIR)
     corpus: Path = Path(CORPUS_DIR)
@@ -293,7 +296,7 @@ def resolve(given, environ=None, root=None, home=None):
         if value is not None:
             values[option.name] = tuple(value) if option.repeat else value
     values.setdefault("profile", "ci" if environ.get("CI") else "default")
-    for name in ("xfails", "repro_dir", "corpus"):
+    for name in ("tokenizer", "xfails", "repro_dir", "corpus"):
         if name in values:
             values[name] = root / values[name]
     values.setdefault("repro_dir", root / REPRO_DIR)
@@ -309,6 +312,13 @@ def resolve(given, environ=None, root=None, home=None):
                             f"selected ({', '.join(settings.contexts)})")
     if settings.xfails is not None:
         read_xfails(settings.xfails)  # unreadable: a usage error now, not later
+    if settings.tokenizer is not None:
+        from simacc.harness import tokenizer
+
+        try:
+            tokenizer.load(settings.tokenizer)  # the same: no tokenizer, or no package to read it
+        except tokenizer.TokenizerError as e:
+            raise SettingsError(str(e)) from None
     return settings
 
 

@@ -1,0 +1,128 @@
+"""What a failing distribution property hands the reports: how often each length came up against
+the share the contract documents, and how far apart the check let the two CDFs be, as data.
+
+A property attaches a :class:`Distribution` to the ``AssertionError`` it raises
+(:func:`simacc.harness.assertions.check`); the plugin puts it in the report's structured data
+(``simacc_distribution``), the event stream carries it as JSON to ``simacc check``, and each
+front end draws it: a text chart in the failure block and in ``simacc repro`` (:meth:`chart`),
+a plot in the HTML report (:mod:`simacc.commands.report_html`). Nothing is read back from the
+message text.
+
+The statistical properties compare CDFs (the DKW bound: ``|F_emp(k) - F(k)| <= allowed`` at
+every ``k``), so the band is a band around the expected CDF; the chart shows the shares of each
+length (what a person reads at a glance) and, per length, how far the CDFs are apart (what the
+check judged).
+"""
+
+from dataclasses import dataclass
+
+BAR = 24  # characters of the longest bar in a chart
+KEY = "simacc_distribution"  # its attribute on the error, and its name in a report's user_properties
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """``observed[i]`` draws gave the length ``labels[i]``, whose documented probability is
+    ``expected[i]``; ``allowed`` is the largest CDF gap the check accepted (0: only the
+    documented lengths). ``what`` says what was counted. Lengths outside ``[1, W]`` are two
+    buckets, ``<1`` and ``>W``, so the record stays small whatever an implementation returns."""
+
+    what: str
+    labels: tuple
+    observed: tuple
+    expected: tuple
+    allowed: float
+
+    @classmethod
+    def of(cls, lengths, probabilities, allowed, what):
+        """From the lengths drawn and ``probabilities`` (``P(L = k)``, ``k = 1..W``)."""
+        width = len(probabilities)
+        below = sum(n < 1 for n in lengths)
+        above = sum(n > width for n in lengths)
+        labels = [str(k) for k in range(1, width + 1)]
+        observed = [lengths.count(k) for k in range(1, width + 1)]
+        expected = [float(p) for p in probabilities]
+        if below:
+            labels, observed, expected = ["<1", *labels], [below, *observed], [0.0, *expected]
+        if above:
+            labels, observed, expected = [*labels, f">{width}"], [*observed, above], [*expected, 0.0]
+        return cls(what, tuple(labels), tuple(observed), tuple(expected), float(allowed))
+
+    @property
+    def runs(self):
+        return sum(self.observed)
+
+    def shares(self):
+        """The observed share of each length."""
+        return [n / self.runs if self.runs else 0.0 for n in self.observed]
+
+    def cdfs(self):
+        """``(observed CDF, expected CDF)`` at each length, in order."""
+        observed, expected, o, e = [], [], 0.0, 0.0
+        for share, p in zip(self.shares(), self.expected):
+            o, e = o + share, e + p
+            observed.append(o)
+            expected.append(e)
+        return observed, expected
+
+    def gaps(self):
+        """``|F_emp - F|`` at each length."""
+        return [abs(o - e) for o, e in zip(*self.cdfs())]
+
+    def chart(self):
+        """The text chart: a line per length with its observed and expected shares as bars
+        (``#`` and ``=``, one scale) and the CDF gap there, marked where it is past the band.
+        It follows the failure's message, which says what was counted."""
+        shares = self.shares()
+        top = max([*shares, *self.expected, 1e-12])
+        width = max(len("L"), *(len(label) for label in self.labels))
+        band = "no other length" if self.allowed == 0 else f"CDFs at most {self.allowed:.3f} apart"
+        lines = [f"L over {self.runs} draws, observed (#) against expected (=); allowed: {band}",
+                 f"  {'L':>{width}}  {'observed':<{BAR + 7}}  {'expected':<{BAR + 7}}  CDF gap"]
+        for label, n, share, p, gap in zip(self.labels, self.observed, shares, self.expected, self.gaps()):
+            mark = "  <- outside the band" if gap > self.allowed + 1e-12 else ""
+            lines.append(f"  {label:>{width}}  {_bar(share, top, '#', n)} {share:6.1%}  {_bar(p, top, '=')} {p:6.1%}  "
+                         f"{gap:7.3f}{mark}")
+        return lines
+
+    def to_json(self):
+        return {"what": self.what, "labels": list(self.labels), "observed": list(self.observed),
+                "expected": list(self.expected), "allowed": self.allowed}
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(data["what"], tuple(data["labels"]), tuple(data["observed"]), tuple(data["expected"]),
+                   float(data["allowed"]))
+
+
+def _bar(share, top, char, seen=0):
+    """A bar of ``share`` on a scale where ``top`` fills :data:`BAR` characters; a length
+    ``seen`` at all shows at least one character (a single draw of a forbidden length is
+    the bug)."""
+    n = round(share / top * BAR)
+    return (char * (n or int(seen > 0))).ljust(BAR)
+
+
+def attach(error, distribution):
+    """``error`` (an exception about to be raised) carrying ``distribution``."""
+    setattr(error, KEY, distribution)
+    return error
+
+
+def carried(error):
+    """The :class:`Distribution` a failure carries, or None."""
+    found = getattr(error, KEY, None)
+    return found if isinstance(found, Distribution) else None
+
+
+def report(report_, error):
+    """(the plugin) Put the distribution ``error`` carries, if any, into a pytest report: as
+    structured data for simacc's commands, and as a chart in the failure text (the terminal
+    and JUnit show it)."""
+    shown = carried(error)
+    if shown is None:
+        return
+    from simacc.harness.recording import section
+
+    report_.user_properties.append((KEY, shown.to_json()))
+    section(report_, "\n".join(shown.chart()), "simacc distribution")
