@@ -44,7 +44,9 @@ class Property:
     given one parametrization's arguments, narrows the contracts to those it applies to.
     ``across_contexts``: it runs in every grad mode selected, not only the first
     (:mod:`simacc.harness.grad_modes`). ``machine``: a stateful property, whose body returns
-    a state machine (see the module). ``test`` is the function pytest collects."""
+    a state machine (see the module). ``test`` is the function pytest collects.
+    ``applies_when``, given one parametrization's arguments, says why it does not apply to
+    them (a setting it needs was not given), or None."""
 
     id: str
     module: str
@@ -59,6 +61,7 @@ class Property:
     across_contexts: bool = False
     machine: bool = False
     test: object = None
+    applies_when: object = None
 
     @property
     def summary(self):
@@ -99,6 +102,9 @@ class Property:
         parametrization): its contract, its level, or a CPU where a CUDA device is compared
         with the CPU; None when it applies."""
         contracts_ = self.applies_to(params)
+        unless = self.applies_when(**params) if self.applies_when is not None and params is not None else None
+        if unless:
+            return unless
         if impl.contract not in contracts_:
             return f"contract {impl.contract!r} (it applies to {', '.join(contracts_)})"
         if impl.level not in self.levels:
@@ -292,7 +298,7 @@ class Property:
 
 
 def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,
-          across_contexts=False, machine=False, **given):
+          across_contexts=False, machine=False, applies_when=None, **given):
     """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``.
 
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
@@ -324,7 +330,8 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
             [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in ("simacc", *arguments)]
         )
         prop = Property(body.__name__.removeprefix("test_"), body.__module__, body, dict(given), tuple(applies_to),
-                        tuple(levels), across_devices, needs, contracts_of, params, across_contexts, machine, test)
+                        tuple(levels), across_devices, needs, contracts_of, params, across_contexts, machine, test,
+                        applies_when)
         test.simacc_property = prop
         return test
 
