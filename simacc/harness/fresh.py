@@ -20,7 +20,9 @@ is a new interpreter instead (``multiprocessing``'s spawn): slower, the same to 
 """
 
 import importlib
+import io
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -112,7 +114,7 @@ def _serve(conn):
     """Answer ``(target, args)`` requests with ``("ok", result)`` or ``("raised", line)``."""
     while True:
         try:
-            target, args = conn.recv()
+            target, args = _receive(conn)
         except (EOFError, OSError):
             return
         try:
@@ -121,9 +123,38 @@ def _serve(conn):
         except BaseException as e:  # noqa: BLE001 - the user hears of it
             answer = ("raised", f"{type(e).__name__}: {e}")
         try:
-            conn.send(answer)
+            _send(conn, answer)
         except Exception as e:  # noqa: BLE001 - an answer that does not pickle
-            conn.send(("raised", f"its answer could not be sent: {type(e).__name__}: {e}"))
+            _send(conn, ("raised", f"its answer could not be sent: {type(e).__name__}: {e}"))
+
+
+class _Pickler(pickle.Pickler):
+    """A CPU tensor travels as a numpy array: several times quicker both ways than torch's
+    own pickling (multiprocessing's pickler is slower still: it hands tensors over through
+    shared memory), where a message is a few small tensors, thousands of times a check."""
+
+    def reducer_override(self, obj):
+        torch = sys.modules.get("torch")
+        if torch is not None and type(obj) is torch.Tensor and obj.device.type == "cpu" and obj.dtype in _AS_NUMPY:
+            return torch.from_numpy, (obj.detach().numpy(),)
+        return NotImplemented
+
+
+_AS_NUMPY = set()  # the torch dtypes numpy holds as they are (filled once torch is imported)
+
+
+def _send(conn, obj):
+    torch = sys.modules.get("torch")
+    if torch is not None and not _AS_NUMPY:
+        _AS_NUMPY.update((torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                          torch.float32, torch.float64))
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    conn.send_bytes(buffer.getbuffer())
+
+
+def _receive(conn):
+    return pickle.loads(conn.recv_bytes())
 
 
 class Process:
@@ -164,7 +195,7 @@ class Process:
     def send(self, target, *args):
         """Ask for ``target(*args)`` (``target``: ``"module:function"``); :meth:`receive` answers."""
         try:
-            self.conn.send((target, args))
+            _send(self.conn, (target, args))
         except OSError as e:
             raise Died(f"it was gone before it was asked ({e})") from None
 
@@ -173,7 +204,7 @@ class Process:
         process ended first or ``timeout`` seconds passed (then it is killed)."""
         try:
             if self.conn.poll(timeout):
-                return self.conn.recv()
+                return _receive(self.conn)
         except (EOFError, OSError):
             raise Died("it ended before it answered") from None
         self.kill()

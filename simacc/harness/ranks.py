@@ -67,8 +67,13 @@ class Ranks:
                 kind, value = process.receive(limit)
             except fresh.Died as e:
                 words = watch.last_words(watch.prefix(), process.pid) if watch.prefix() else None
-                raise RankFailed(f"rank {rank}'s process (pid {process.pid}) died: "
-                                 f"{words[1] if words else e}") from None
+                said = f"rank {rank}'s process (pid {process.pid}) died: {words[1] if words else e}"
+                if words and words[0] in ("watchdog", "killed"):  # its call outlasted the time limit
+                    from simacc.harness.runner import ImplementationHung
+
+                    watch.note_hang()
+                    raise ImplementationHung(said) from None
+                raise RankFailed(said) from None
             if kind == "raised":
                 _reraise(value, rank)
             answers.append(value)
