@@ -462,6 +462,12 @@ def test_v2_follows_the_exact_rules(batch):
     check_v2_rules(batch, sampled, num_sampled)
 
 
+@settings(QUICK, max_examples=10)
+@given(batch=sv.v2_batches(max_bs=8, max_k=4))
+def test_the_zoo_s_v2_with_its_own_generators_follows_the_exact_rules(batch):
+    check_v2_rules(batch, *zoo.v2_with_a_generator_per_position(**batch.kwargs()))
+
+
 def check_v2_rules(batch, sampled, num_sampled):
     k = len(batch.rates)
     assert sampled.dtype == torch.int64 and tuple(sampled.shape) == (len(batch.num_draft_tokens), k + 1)
