@@ -21,6 +21,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
+    config.addinivalue_line("markers", "vllm: runs vLLM's own code; skipped with the reason where vLLM is not importable "
+                                       "(docs/vllm.md; select with -m vllm)")
 
 
 def pytest_collection_modifyitems(config, items):

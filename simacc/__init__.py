@@ -24,6 +24,12 @@ _EXPORTS = {
     "METHODS": "simacc.contract.sampling",
     "sample_simulated_acc_len": "simacc.contract.sampling",
     "TOKEN_MODES": "simacc.contract.validation",
+    "conditional_rates": "simacc.contract.vllm",
+    "resolve_synthetic_rates": "simacc.contract.vllm",
+    "synthetic_accept": "simacc.contract.vllm",
+    "synthetic_rejection_sample": "simacc.contract.vllm",
+    "keyed_uniforms": "simacc.contract.vllm_v2",
+    "synthetic_rejection_sample_v2": "simacc.contract.vllm_v2",
 }
 
 __all__ = sorted(_EXPORTS)
