@@ -188,8 +188,7 @@ class Runner:
         the implementation's own errors (they land in ``Outcome.error``), only
         :class:`ImplementationHung` and :class:`HarnessModified`."""
         device = self.device if device is None else device
-        if self.impl.modified_at_import:
-            raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
+        self._imported_intact()
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
@@ -230,6 +229,11 @@ class Runner:
             raise failure from cause
         return outcome
 
+    def _imported_intact(self):
+        """Raise :class:`HarnessModified` when importing the implementation changed the harness."""
+        if self.impl.modified_at_import:
+            raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
+
     def in_ranks(self, case):
         """What each tensor-parallel rank gets from ``case`` (a list of
         :class:`~simacc.harness.ranks.RankOutcome`, in rank order): the call in processes of their
@@ -237,8 +241,7 @@ class Runner:
         ranks live as long as this runner and receive every case it is asked."""
         from simacc.harness.ranks import Ranks
 
-        if self.impl.modified_at_import:
-            raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
+        self._imported_intact()
         self.last = (case, self.device)
         if self._ranks is None:
             self._ranks = Ranks(self.impl, self.device, self.context, self.timeout)

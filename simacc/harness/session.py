@@ -40,7 +40,7 @@ from pathlib import Path
 
 from simacc.harness import settings as opts
 from simacc.harness import stream, watch
-from simacc.harness.status import Status
+from simacc.harness.status import FAILED, Status
 
 POLL_S = 0.1
 OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
@@ -210,10 +210,10 @@ def run(chosen, workers, on_event=None, extra=()):
     and still returns what was heard, with ``interrupted`` among the events."""
     events, parts = [], []
 
-    def hear(reader):
+    def hear(number, reader):
         heard = reader.new_events()
         for event in heard:
-            event["session"] = reader.session  # which grad mode's session said it
+            event["session"] = number  # which grad mode's session said it
             events.append(event)
             if on_event is not None:
                 on_event(event)
@@ -224,14 +224,12 @@ def run(chosen, workers, on_event=None, extra=()):
     with tempfile.TemporaryDirectory(prefix="simacc-session-") as scratch:
         started = []
         for number, one in enumerate(sessions):
-            if alone and any(_failed(e) for e in events):
+            if alone and any(e["event"] == "interrupted" or _failed(e) for e in events):
                 break
             path = Path(scratch) / f"events-{number}.jsonl"
-            reader = stream.Reader(path)
-            reader.session = number
-            args = arguments(one, workers if number == 0 else min(1, int(workers)) if str(workers).isdigit() else 1,
-                             path, scratch, extra)
-            started.append((reader, Supervisor([sys.executable, "-m", "pytest", *args], str(path)), args))
+            args = arguments(one, workers if number == 0 else _later_workers(workers), path, scratch, extra)
+            child = Supervisor([sys.executable, "-m", "pytest", *args], str(path))
+            started.append((number, stream.Reader(path), child, args))
             if alone or number == len(sessions) - 1:
                 parts += _wait(started, hear, events)
                 started = []
@@ -242,35 +240,39 @@ def run(chosen, workers, on_event=None, extra=()):
     return Heard(events, returncode, output, command, death, sessions=len(parts))
 
 
+def _later_workers(workers):
+    """The workers of a later grad mode's session (a few properties): one, none with ``-n 0``."""
+    return 0 if str(workers) == "0" else 1
+
+
 def _failed(event):
-    return event["event"] == "result" and event.get("status") in (Status.FAIL.value, Status.HUNG.value,
-                                                                  Status.CRASHED.value)
+    return event["event"] == "result" and Status(event["status"]) in FAILED
 
 
 def _wait(started, hear, events):
-    """Wait for the children ``started`` (``(reader, supervisor, args)``), hearing them as
-    they go; for each, ``(return code, the end of its output, its arguments, how it died or
+    """Wait for the children ``started`` (``(number, reader, supervisor, args)``), hearing them
+    as they go; for each, ``(return code, the end of its output, its arguments, how it died or
     None)``."""
     finished = [False] * len(started)
 
     def hear_all():
-        for n, (reader, _, _) in enumerate(started):
-            finished[n] |= any(e["event"] == "finished" for e in hear(reader))
+        for n, (number, reader, _, _) in enumerate(started):
+            finished[n] |= any(e["event"] == "finished" for e in hear(number, reader))
 
     interrupted = False
     try:
-        while any([child.poll() for _, child, _ in started]):  # a list: every child's deadline is checked
+        while any([child.poll() for _, _, child, _ in started]):  # a list: every child's deadline is checked
             time.sleep(POLL_S)
             hear_all()
     except KeyboardInterrupt:
         interrupted = True  # the children heard the same Ctrl-C: they stop and say so
-    codes = [child.finish() for _, child, _ in started]
+    codes = [child.finish() for _, _, child, _ in started]
     hear_all()
     if interrupted:
         events.append({"event": "interrupted"})
     return [(code, "\n".join(child.output.rstrip().splitlines()[-30:]), args,
              None if done or interrupted else child.death())
-            for code, done, (_, child, args) in zip(codes, finished, started)]
+            for code, done, (_, _, child, args) in zip(codes, finished, started)]
 
 
 def _hear_ctrl_c():
