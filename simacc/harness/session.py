@@ -204,7 +204,8 @@ def run(chosen, workers, on_event=None, extra=()):
     """Run the sessions for ``chosen`` (a resolved Settings), one per grad mode, each in a
     child process, and return what they said (:class:`Heard`), calling ``on_event(event)``
     for each event as it comes. The first mode's session has ``workers``; a later one, which
-    runs only the properties checked in every mode, one (none with ``-n 0``). They run side by
+    runs only the few properties checked in every mode, runs them in its one process (an
+    xdist controller and a worker would cost a second process's start-up). They run side by
     side, or one after the other with ``-x`` (stopping at the first failure). A
     ``KeyboardInterrupt`` here interrupts the children too (they are in this process group)
     and still returns what was heard, with ``interrupted`` among the events."""
@@ -227,7 +228,7 @@ def run(chosen, workers, on_event=None, extra=()):
             if alone and any(e["event"] == "interrupted" or _failed(e) for e in events):
                 break
             path = Path(scratch) / f"events-{number}.jsonl"
-            args = arguments(one, workers if number == 0 else _later_workers(workers), path, scratch, extra)
+            args = arguments(one, workers if number == 0 else 0, path, scratch, extra)
             child = Supervisor([sys.executable, "-m", "pytest", *args], str(path))
             started.append((number, stream.Reader(path), child, args))
             if alone or number == len(sessions) - 1:
@@ -238,11 +239,6 @@ def run(chosen, workers, on_event=None, extra=()):
     command = "; ".join(shlex.join(["python", "-m", "pytest", *args]) for _, _, args, _ in parts)
     death = next((dead for _, _, _, dead in parts if dead is not None), None)
     return Heard(events, returncode, output, command, death, sessions=len(parts))
-
-
-def _later_workers(workers):
-    """The workers of a later grad mode's session (a few properties): one, none with ``-n 0``."""
-    return 0 if str(workers) == "0" else 1
 
 
 def _failed(event):
