@@ -6,7 +6,7 @@ tests (devices, parameters) are done, or one per test with ``-v``; with ``-q`` n
 from collections import Counter
 
 from simacc.commands import terminal, verdict
-from simacc.harness.status import FAILED, Status
+from simacc.harness.status import FAILED, Status, worst
 
 
 class Progress:
@@ -75,7 +75,7 @@ class Progress:
         skipped), else the one status they share."""
         failed = [r for r in results if r.status in FAILED]
         if failed:
-            return self._status(failed[0].status) + (f" in {len(failed)} of {len(results)} tests" if len(results) > 1
+            return self._status(worst(r.status for r in failed)) + (f" in {len(failed)} of {len(results)} tests" if len(results) > 1
                                                       else "")
         others = Counter(r.status.value for r in results if r.status not in (Status.PASS, Status.XFAIL))
         if sum(others.values()) < len(results):  # some passed or failed as expected

@@ -23,7 +23,7 @@ from xml.sax.saxutils import escape, quoteattr
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
 from simacc.harness.distributions import Distribution
-from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status
+from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status, failures_first
 
 SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
@@ -267,10 +267,10 @@ def summary(verdict, paint=terminal.painter(False)):
 
 
 def _table(rows, paint):
-    """One row per property, the failures first, then module order."""
+    """One row per property, the failures first (the most serious first), then module order."""
     if not rows:
         return []
-    rows = sorted(rows, key=lambda r: r.status not in FAILED)
+    rows = sorted(rows, key=lambda r: failures_first(r.status))
     width = max([len("property"), *(len(r.id) for r in rows)])
     lines = [f"{'property':<{width}}  {'status':<16}  {'examples':>8}  {'time':>7}"]
     for r in rows:

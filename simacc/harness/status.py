@@ -20,7 +20,28 @@ class Status(str, enum.Enum):
     def __str__(self):
         return self.value
 
+    @property
+    def severity(self):
+        """Its place in :data:`SEVERITY`: of several results of one property (its devices and
+        parameters, or fuzz's passes), the one with the highest severity is what the property shows."""
+        return _SEVERITY[self]
+
 
 CHECKED = frozenset({Status.PASS, Status.FAIL, Status.XFAIL, Status.XPASS, Status.HUNG, Status.CRASHED})  # it ran
 FAILED = frozenset({Status.FAIL, Status.XPASS, Status.HUNG, Status.CRASHED, Status.ERROR})
 INCOMPLETE = frozenset({Status.NOT_RUN})  # no failure of its own, but a check with such a row never passes
+# From what says least about the implementation to what says most against it: a property that
+# passed in one fuzzing pass and crashed in another crashed; one never run anywhere was not run.
+SEVERITY = (Status.NOT_APPLICABLE, Status.SKIPPED, Status.NOT_RUN, Status.PASS, Status.XFAIL, Status.ERROR,
+            Status.XPASS, Status.HUNG, Status.CRASHED, Status.FAIL)
+_SEVERITY = {status: rank for rank, status in enumerate(SEVERITY)}
+
+
+def worst(statuses):
+    """The status of highest :attr:`Status.severity` among ``statuses`` (None for none)."""
+    return max(statuses, key=_SEVERITY.__getitem__, default=None)
+
+
+def failures_first(status):
+    """A sort key for rows: the failures first, the most serious first, then the rest in the order they came."""
+    return -status.severity if status in FAILED else 0
