@@ -71,8 +71,8 @@ class Scripted:
     ``scripts[k]`` (the last one again after that) and ends, or runs until interrupted when
     its events end with :data:`FOREVER`; an interrupted pass says ``on_interrupt``."""
 
-    def __init__(self, scripts, on_interrupt=(FINISHED,)):
-        self.scripts, self.on_interrupt = scripts, list(on_interrupt)
+    def __init__(self, scripts, on_interrupt=(FINISHED,), overdue=None):
+        self.scripts, self.on_interrupt, self.overdue = scripts, list(on_interrupt), overdue
         self.started, self.interrupted = [], 0
 
     def __call__(self, chosen, workers, targets=()):
@@ -102,6 +102,9 @@ class _Pass:
 
     def stop(self, grace):
         self.interrupt()
+
+    def overdue(self):
+        return self.owner.overdue if self.forever else None
 
     def close(self):
         self.hear()
@@ -223,3 +226,70 @@ def test_fuzz_takes_checks_options_and_defaults_to_a_worker_per_core(capsys):
         assert flag in text, flag
     assert "--profile" not in text  # a fuzz session is the thorough profile
     assert f"this machine's cores, {fuzz.cores()}" in " ".join(text.split())
+
+
+def test_a_grad_mode_whose_pass_runs_nothing_is_left_out_and_the_session_goes_on(scripted, capsys):
+    """``--property`` of a property that runs in the first grad mode only: a pass of the
+    second mode collects nothing, and later passes run the first mode alone."""
+    ran = [implementation(), result("a"), FINISHED]
+    passes = scripted(ran, [{"event": "collected", "nodeids": []}, FINISHED], ran)
+    assert cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1", "--property", "a"]) == 0
+    modes = [chosen.run_context for chosen in passes.started]
+    assert modes[:2] == ["inference", "no_grad"] and set(modes[2:]) == {"inference"}, modes
+    assert "NO FAILURES FOUND: no failures (exit 0)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("status", ["hung", "crashed", "internal error", "not run", "unexpected pass"])
+def test_every_status_a_pass_reports_is_counted_and_a_failure_of_any_kind_is_exit_1(scripted, capsys, status):
+    scripted([implementation(), result("a", status, None, message=f"a {status}"), result("b"), FINISHED])
+    code = cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1"])
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    failed = status not in ("not run",)
+    assert code == (1 if failed else 0), out
+    assert any(line.split()[:1] == ["a"] and line.endswith(status) for line in out.splitlines()), out
+
+
+def test_a_call_past_its_time_limit_when_the_session_stops_is_a_hang(scripted, capsys):
+    scripted([implementation(), {"event": "started", "nodeid": f"{MODULE}::test_a[cpu]"}, FOREVER],
+             overdue=(f"{MODULE}::test_a[cpu]", 41.0, 30.0))
+    assert cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"  a[cpu]: simacc check {MUTANT} --property 'a[cpu]' -n 0" in out
+    assert "FAILURES FOUND: 1 failure(s), 1 new (exit 1)" in out
+    assert any(line.split()[:1] == ["a"] and line.endswith("hung") for line in out.splitlines()), out
+
+
+def test_a_session_in_which_no_property_finished_a_run_is_never_exit_0(scripted, capsys):
+    scripted([implementation(), {"event": "started", "nodeid": f"{MODULE}::test_a[cpu]"}, FOREVER])
+    assert cli.main(["fuzz", MUTANT, "--minutes", "0.01", "-n", "1", "--json", "fuzz.json"]) == 5
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("NOTHING FUZZED: no property finished a run in 0:00"), out
+    assert out.splitlines()[-1].endswith("(exit 5)")
+    report = json.loads(open("fuzz.json").read())
+    assert report["exit_code"] == 5 and report["reason"].startswith("no property finished a run")
+
+
+# -- misbehaving implementations, fuzzed for real ------------------------------------------------
+
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile")
+
+
+@pytest.mark.parametrize(("name", "status", "said"), [
+    ("exits_in_its_third_call", "crashed", "the worker process died while running it"),
+    ("sleeps_in_c", "hung", "did not return within 1 s"),
+])
+def test_an_implementation_that_crashes_or_hangs_is_a_failure_with_a_summary_never_a_traceback(
+        tmp_path, name, status, said):
+    """Each pass runs its properties in an xdist worker: a worker the call ended is reported as
+    a crash, a call past its time limit as a hang, and -x stops the session there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
+    done = subprocess.run([sys.executable, "-m", "simacc", "fuzz", f"{HOSTILE}/{name}.py:generate", "--device", "cpu",
+                           "-n", "1", "-x", "--minutes", "2", "--timeout", "1", "--json", "fuzz.json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in out, out
+    assert done.stdout.splitlines()[-1].startswith("FAILURES FOUND: 1 failure(s), 1 new"), out
+    report = json.loads((tmp_path / "fuzz.json").read_text())
+    assert [s["status"] for s in report["properties"].values()].count(status) == 1, report["properties"]
+    assert said in report["failures"][0]["message"], report["failures"]

@@ -46,7 +46,7 @@ from simacc.commands import check, verdict
 from simacc.commands.exits import Exit
 from simacc.harness import session
 from simacc.harness import settings as opts
-from simacc.harness.status import CHECKED, FAILED, Status
+from simacc.harness.status import CHECKED, FAILED, Status, failures_first, worst
 
 OPTIONS = tuple(name for name in check.OPTIONS if name != "profile")  # a fuzz session is the thorough profile
 SCHEDULE = (100, 400, 1600, 6400)  # examples per property in each pass; the last one repeats
@@ -58,7 +58,8 @@ EXIT_CODES = f"""exit codes:
   {Exit.FAILED:d}    a property failed (new, or found again; each has its replay command)
   {Exit.USAGE:d}    usage error: a bad IMPL, option or file, an example database that cannot be
        reached, or pytest could not collect the properties
-  {Exit.NOTHING_CHECKED:d}    nothing to fuzz: no property applies, or --property matched none
+  {Exit.NOTHING_CHECKED:d}    nothing to fuzz: no property applies, or --property matched none; or nothing
+       fuzzed: the time was up before any property finished a run
   {Exit.INTERRUPTED:d}  interrupted (Ctrl-C or SIGTERM): the summary says what ran"""
 
 
@@ -148,8 +149,7 @@ class Tally:
         if result.examples is not None:  # None: not a Hypothesis test
             self.examples[result.id] += result.examples
         self.runs[result.id] += 1
-        if _rank(result.status) > _rank(self.status.get(result.id)):
-            self.status[result.id] = result.status
+        self.status[result.id] = worst(filter(None, (self.status.get(result.id), result.status)))
         if result.status not in FAILED:
             return None
         name = verdict.split_nodeid(result.nodeid)[1]
@@ -163,11 +163,6 @@ class Tally:
                         pass_number)
         self.failures[key] = found
         return found
-
-
-def _rank(status):
-    order = (None, Status.NOT_APPLICABLE, Status.SKIPPED, Status.PASS, Status.XFAIL, Status.XPASS, Status.FAIL)
-    return order.index(status)
 
 
 @dataclass
@@ -237,7 +232,10 @@ class Session:
         self.warnings = []
         self.start = time.monotonic()
         self.stopped_by = "time is up"
-        self.reason = ""  # why there was nothing to fuzz
+        self.reason = ""  # why there was nothing to fuzz, or why nothing was fuzzed
+        self.fuzzed = False  # passes ran, and none finished a run of a property (exit 5 all the same)
+        self.modes = chosen.per_process()  # a pass runs one grad mode, its processes nothing else (§11.5)
+        self.idle = {}  # grad mode -> why a whole pass in it ran nothing: no later pass runs it
         self.status = _StatusLine(None if quiet else sys.stderr)
 
     @property
@@ -278,14 +276,21 @@ class Session:
         self.status.close()
         if self.stopped_by == "interrupted":
             return Exit.INTERRUPTED
-        return Exit.FAILED if self.tally.failures else Exit.OK
+        if self.tally.failures:
+            return Exit.FAILED
+        if not any(status in CHECKED for status in self.tally.status.values()):
+            self.reason = (f"no property finished a run in {_clock(self.elapsed)}: the session stopped while the "
+                           "first ones ran (run longer, or see --timeout)")
+            self.fuzzed = True
+            return Exit.NOTHING_CHECKED
+        return Exit.OK
 
     def _start(self, worker):
         from simacc.harness.plugin import properties_dir
 
         worker.passes += 1
         seed = worker.seeds.getrandbits(32) if self.chosen.seed is not None else None  # None: Hypothesis's own
-        modes = self.chosen.per_process()  # a pass runs one grad mode, its processes nothing else (§11.5)
+        modes = [m for m in self.modes if m.run_context not in self.idle]
         worker.chosen = dataclasses.replace(modes[(worker.number + worker.passes) % len(modes)], seed=seed,
                                             max_examples=examples_in_pass(worker.passes, self.chosen.max_examples))
         modules = sorted(properties_dir().glob("test_*.py"))
@@ -311,13 +316,16 @@ class Session:
                 self.warnings.append(event["message"])
                 self.status.line(f"warning: {event['message']}")
             elif kind == "result" and not (worker.stopped and event.get("unfinished")):
-                found = self.tally.add(verdict.result_of(event), worker.number, worker.passes, self.elapsed,
-                                       worker.chosen)
-                if found is not None:
-                    self.status.line(f"[{_clock(found.seconds)}] {'new' if found.new else 'known'} failure: "
-                                     f"{found.name}: {found.replay}")
-                    if self.exitfirst and not worker.stopped:
-                        raise FirstFailure
+                self._count(worker, event)
+
+    def _count(self, worker, event):
+        """Count one result of ``worker``'s pass; say a failure not seen before."""
+        found = self.tally.add(verdict.result_of(event), worker.number, worker.passes, self.elapsed, worker.chosen)
+        if found is not None:
+            self.status.line(f"[{_clock(found.seconds)}] {'new' if found.new else 'known'} failure: "
+                             f"{found.name}: {found.replay}")
+            if self.exitfirst and not worker.stopped:
+                raise FirstFailure
 
     def _finish(self, worker):
         """The pass of ``worker`` has ended: count it, or say why nothing can be fuzzed."""
@@ -339,8 +347,13 @@ class Session:
             found = verdict.build({"devices": list(self.chosen.devices)}, collected, results,
                                   self.tally.not_applicable)
             if self.chosen.properties and not results and not self.tally.not_applicable:
-                raise NothingToFuzz(f"--property {', '.join(self.chosen.properties)} matches no property")
-            raise NothingToFuzz(found.reason or "no property ran the implementation")
+                why = f"--property {', '.join(self.chosen.properties)} matches no property"
+            else:
+                why = found.reason or "no property ran the implementation"
+            self.idle.setdefault(worker.chosen.run_context, why)
+            if len(self.idle) == len(self.modes):  # in no grad mode: nothing to fuzz
+                raise NothingToFuzz(self.idle[self.modes[0].run_context])
+            return
         if self.status.log:
             ran = sum(r.examples or 0 for r in results)
             seed = "" if worker.chosen.seed is None else f", seed {worker.chosen.seed}"
@@ -355,6 +368,13 @@ class Session:
             running = [w for w in self.workers if w.running is not None]
             for worker in running:
                 worker.stopped = True
+                self._hear(worker)
+                late = worker.running.overdue()
+                if late is not None:  # a hang the session ended before the watchdog could: a failure all the same
+                    nodeid, seconds, limit = late
+                    self._count(worker, {"event": "result", "nodeid": nodeid, "status": Status.HUNG.value,
+                                         "message": f"a call was still running {seconds:.0f} s into it, past its "
+                                                    f"{limit:g} s time limit, when the session stopped"})
                 worker.running.interrupt()
             for worker in running:
                 worker.running.stop(STOP_GRACE_S)
@@ -394,12 +414,12 @@ class Session:
         """What ran, for how long, the examples per property, and each failure with its
         replay command, one a line; then the outcome."""
         tally = self.tally
-        if code == Exit.NOTHING_CHECKED:
+        if code == Exit.NOTHING_CHECKED and not self.fuzzed:
             return f"NOTHING TO FUZZ: {self.reason} (exit {int(code)})"
         cut = f" and {tally.cut} cut short" if tally.cut else ""
         lines = [f"{self.stopped_by} after {self.elapsed:.1f} s: {len(self.workers)} worker(s), {tally.passes} "
                  f"whole pass(es){cut}, {sum(tally.examples.values()):,} examples over {len(tally.runs)} properties"]
-        rows = sorted(tally.runs, key=lambda p: (tally.status[p] not in FAILED, p))
+        rows = sorted(sorted(tally.runs), key=lambda p: failures_first(tally.status[p]))
         if rows:
             width = max(len("property"), *map(len, rows))
             lines += ["", f"{'property':<{width}}  {'examples':>9}  {'runs':>4}  status"]
@@ -415,7 +435,10 @@ class Session:
                 lines += [f"  {f.name}: {f.replay}" for f in found]
         new = sum(f.new for f in tally.failures.values())
         counts = f"{len(tally.failures)} failure(s), {new} new" if tally.failures else "no failures"
-        outcome = {Exit.INTERRUPTED: "INTERRUPTED", Exit.FAILED: "FAILURES FOUND", Exit.OK: "NO FAILURES FOUND"}[code]
+        if code == Exit.NOTHING_CHECKED:
+            counts = self.reason
+        outcome = {Exit.INTERRUPTED: "INTERRUPTED", Exit.FAILED: "FAILURES FOUND", Exit.OK: "NO FAILURES FOUND",
+                   Exit.NOTHING_CHECKED: "NOTHING FUZZED"}[code]
         return "\n".join(lines + ["", f"{outcome}: {counts} (exit {int(code)})"])
 
     def to_json(self, code):
@@ -423,7 +446,8 @@ class Session:
         return {
             "schema": SCHEMA,
             "exit_code": int(code),
-            "stopped_by": self.stopped_by if code != Exit.NOTHING_CHECKED else "nothing to fuzz",
+            "stopped_by": "nothing to fuzz" if code == Exit.NOTHING_CHECKED and not self.fuzzed else self.stopped_by,
+            "reason": self.reason or None,
             "seconds": round(self.elapsed, 3),
             "workers": len(self.workers),
             "passes": tally.passes,
