@@ -249,10 +249,12 @@ def _contents(client):
 def test_two_fuzzing_processes_share_their_finds_and_a_read_only_check_replays_them_first(redis_url, tmp_path):
     url, client = redis_url
     common = ("--property", KILLER, "--device", "cpu", "--database", url)
-    first = simacc("fuzz", SPEC, *common, "-n", "2", "-x", "--minutes", "2", "--repro-dir", "first", cwd=tmp_path)
+    # one worker: it shrinks its find to the end before -x stops the session (a second worker, stopped in the
+    # middle of its own shrink, would leave a larger failing example beside it, which a replay may meet first)
+    first = simacc("fuzz", SPEC, *common, "-n", "1", "-x", "--minutes", "2", "--repro-dir", "first", cwd=tmp_path)
     assert first.returncode == 1 and "stopped at the first failure" in first.stdout, first.stdout + first.stderr
-    found = sorted(p.name for p in (tmp_path / "first").glob("*.json"))  # both workers may find it
-    assert found
+    found = sorted(p.name for p in (tmp_path / "first").glob("*.json"))
+    assert len(found) == 1, found
     stored = _contents(client)
     assert stored, "the find is in the database"
     # another process, one example per pass: the database's example finds it in its first pass
