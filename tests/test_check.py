@@ -89,8 +89,11 @@ def summary(out):
 
 
 def test_the_reference_is_conformant_and_exits_0_with_a_progress_line_per_test_on_a_log(workdir, capsys):
-    code, out, err = run(capsys, REFERENCE, properties=(INDEX, REAL))
+    code, out, err = run(capsys, REFERENCE, "--json", "v.json", properties=(INDEX, REAL))
     assert code == 0
+    # properties of the first grad mode only: no session of the second is started
+    command = json.loads((workdir / "v.json").read_text())["header"]["pytest_command"]
+    assert "--simacc-run-context=inference" in command and "; " not in command and "run-context=no_grad" not in command
     assert rows(out) == {INDEX: "pass", REAL: "pass"}
     assert "contract:  eagle (inferred from the signature)" in out and summary(out) == "CONFORMANT: 2 pass (exit 0)"
     first, second = err.splitlines()

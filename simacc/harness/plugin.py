@@ -258,7 +258,10 @@ def pytest_collection_modifyitems(session, config, items):
                 keep.discard(item)
                 st.deselected[item.nodeid] = reason
     running = st.settings.process_context
-    keep -= {item for item in ours if _context(item, st.settings) != running}  # another mode's processes run it
+    elsewhere = {item for item in keep if _context(item, st.settings) != running}  # another mode's processes run it
+    keep -= elsewhere
+    if elsewhere:  # a command starts the sessions of those modes only (harness.session)
+        stream.emit(st.stream, "other_modes", modes=sorted({_context(item, st.settings) for item in elsewhere}))
     dropped = [item for item in ours if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -205,10 +205,13 @@ def run(chosen, workers, on_event=None, extra=()):
     child process, and return what they said (:class:`Heard`), calling ``on_event(event)``
     for each event as it comes. The first mode's session has ``workers``; a later one, which
     runs only the few properties checked in every mode, runs them in its one process (an
-    xdist controller and a worker would cost a second process's start-up). They run side by
-    side, or one after the other with ``-x`` (stopping at the first failure). A
-    ``KeyboardInterrupt`` here interrupts the children too (they are in this process group)
-    and still returns what was heard, with ``interrupted`` among the events."""
+    xdist controller and a worker would cost a second process's start-up), and starts only
+    once the first session has collected and said that some of the tests selected run in
+    that mode (``other_modes``): a check of properties that run in the first mode alone is
+    one session. They run side by side, or one after the other with ``-x`` (stopping at the
+    first failure). A ``KeyboardInterrupt`` here interrupts the children too (they are in
+    this process group) and still returns what was heard, with ``interrupted`` among the
+    events."""
     events, parts = [], []
 
     def hear(number, reader):
@@ -223,17 +226,29 @@ def run(chosen, workers, on_event=None, extra=()):
     sessions = chosen.per_process()
     alone = "-x" in extra
     with tempfile.TemporaryDirectory(prefix="simacc-session-") as scratch:
-        started = []
-        for number, one in enumerate(sessions):
-            if alone and any(e["event"] == "interrupted" or _failed(e) for e in events):
-                break
+
+        def start(number):
             path = Path(scratch) / f"events-{number}.jsonl"
-            args = arguments(one, workers if number == 0 else 0, path, scratch, extra)
-            child = Supervisor([sys.executable, "-m", "pytest", *args], str(path))
-            started.append((number, stream.Reader(path), child, args))
-            if alone or number == len(sessions) - 1:
-                parts += _wait(started, hear, events)
-                started = []
+            args = arguments(sessions[number], workers if number == 0 else 0, path, scratch, extra)
+            return number, stream.Reader(path), Supervisor([sys.executable, "-m", "pytest", *args], str(path)), args
+
+        later = list(range(1, len(sessions)))
+
+        def wanted():
+            """The later sessions the first one has asked for by now (each once)."""
+            modes = {m for e in events if e["event"] == "other_modes" and e["session"] == 0 for m in e["modes"]}
+            ready = [n for n in later if sessions[n].run_context in modes]
+            later[:] = [n for n in later if n not in ready]
+            return ready
+
+        if alone:
+            parts += _wait([start(0)], hear, events)
+            for number in wanted():
+                if any(e["event"] == "interrupted" or _failed(e) for e in events):
+                    break
+                parts += _wait([start(number)], hear, events)
+        else:
+            parts += _wait([start(0)], hear, events, more=lambda: [start(n) for n in wanted()])
     returncode = next((code for code, _, _, _ in parts if code), 0)
     output = "\n".join(tail for _, tail, _, _ in parts if tail)
     command = "; ".join(shlex.join(["python", "-m", "pytest", *args]) for _, _, args, _ in parts)
@@ -245,21 +260,28 @@ def _failed(event):
     return event["event"] == "result" and Status(event["status"]) in FAILED
 
 
-def _wait(started, hear, events):
+def _wait(started, hear, events, more=lambda: ()):
     """Wait for the children ``started`` (``(number, reader, supervisor, args)``), hearing them
-    as they go; for each, ``(return code, the end of its output, its arguments, how it died or
-    None)``."""
-    finished = [False] * len(started)
+    as they go, and for those ``more()`` starts on the way; for each, ``(return code, the end
+    of its output, its arguments, how it died or None)``."""
+    started = list(started)
+    finished = []
 
     def hear_all():
+        finished.extend([False] * (len(started) - len(finished)))
         for n, (number, reader, _, _) in enumerate(started):
             finished[n] |= any(e["event"] == "finished" for e in hear(number, reader))
 
     interrupted = False
     try:
-        while any([child.poll() for _, _, child, _ in started]):  # a list: every child's deadline is checked
-            time.sleep(POLL_S)
+        while True:
+            running = any([child.poll() for _, _, child, _ in started])  # a list: every child's deadline is checked
             hear_all()
+            new = more()  # after the last look too: a child may have asked for them just before it ended
+            started += new
+            if not running and not new:
+                break
+            time.sleep(POLL_S)
     except KeyboardInterrupt:
         interrupted = True  # the children heard the same Ctrl-C: they stop and say so
     codes = [child.finish() for _, _, child, _ in started]
@@ -288,6 +310,7 @@ class Running:
         self._scratch = tempfile.TemporaryDirectory(prefix="simacc-session-")
         scratch = Path(self._scratch.name)
         self.args = arguments(chosen, workers, scratch / "events.jsonl", scratch, extra, targets)
+        self.deadline = Deadline(str(scratch / "events.jsonl"))  # the stream's path is the session's prefix
         self.events = []
         self._reader = stream.Reader(scratch / "events.jsonl")
         self._output = open(scratch / "output.txt", "w+", encoding="utf-8", errors="replace")
@@ -303,7 +326,22 @@ class Running:
 
     @property
     def done(self):
+        """Whether the session has ended; enforces the deadline (as :meth:`Supervisor.poll`)."""
+        self.deadline.check()
         return self.child.poll() is not None
+
+    def overdue(self):
+        """The test running now when its call has outlasted its time limit: ``(nodeid, seconds
+        into the call, limit)``, or None."""
+        now = time.monotonic()
+        for path in watch.beats(self.deadline.prefix):
+            beat = watch.read_beat(path)
+            if beat is not None and beat[1] and now - beat[1] > beat[2]:
+                finished = {e["nodeid"] for e in self.events if e["event"] == "result"}
+                running = [e["nodeid"] for e in self.events if e["event"] == "started" and e["nodeid"] not in finished]
+                if running:
+                    return running[-1], now - beat[1], beat[2]
+        return None
 
     def interrupt(self):
         """Interrupt the session as a Ctrl-C would: it reports what finished, then ends."""
