@@ -13,14 +13,13 @@ import difflib
 import json
 import os
 import platform
-import shlex
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from simacc.commands import terminal, verdict
-from simacc.commands.exits import Exit
+from simacc.commands.exits import Exit, SessionError
 from simacc.commands.progress import Progress
 from simacc.harness import catalogue, grad_modes, session
 from simacc.harness import settings as opts
@@ -48,15 +47,6 @@ failures and the summary. Colour on a terminal; NO_COLOR turns it off, FORCE_COL
 
 class UsageError(Exception):
     """A bad argument: one line, exit code 2, nothing run."""
-
-
-class CheckError(Exception):
-    """The session could not check anything (the implementation would not load, pytest could
-    not collect the properties): exit code 2. ``detail`` is the end of pytest's output."""
-
-    def __init__(self, message, detail=""):
-        super().__init__(message)
-        self.detail = detail
 
 
 def register(subparsers):
@@ -107,7 +97,7 @@ def run(args):
     except (UsageError, opts.SettingsError) as e:
         print(f"simacc check: error: {e}; {HINT}", file=sys.stderr)
         return Exit.USAGE
-    except CheckError as e:
+    except SessionError as e:
         print(f"simacc check: error: {e}" + (f"\n{e.detail}" if e.detail else ""), file=sys.stderr)
         return Exit.USAGE
     print(("" if args.quiet else "\n") + verdict.render(result, verbosity, terminal.colours(sys.stdout)), flush=True)
@@ -211,7 +201,7 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
     """Check the implementation ``given`` names (``{option: value}``, as :func:`opts.given`
     reads them) and return the :class:`~simacc.commands.verdict.Verdict`. Prints the header
     (stdout) and the progress (stderr) unless ``quiet``; ``exitfirst`` stops at the first
-    failure. Raises :class:`UsageError` and :class:`CheckError`."""
+    failure. Raises :class:`UsageError` and :class:`SessionError`."""
     chosen = _chosen(given)
     progress = Progress(sys.stderr, quiet, verbose)
     loaded = {}
@@ -250,21 +240,21 @@ def _chosen(given):
 
 
 def _usable(chosen, heard, loaded):
-    """Raise the :class:`CheckError` that says why ``heard`` holds no verdict, if it does not."""
+    """Raise the :class:`SessionError` that says why ``heard`` holds no verdict, if it does not."""
     errors = heard.of("impl_error")
     if errors:
-        raise CheckError(errors[0]["message"])
+        raise SessionError(errors[0]["message"])
     if heard.of("collect_error"):
         first = heard.of("collect_error")[0]
-        raise CheckError(f"pytest could not collect {first['nodeid'] or 'the properties'}", first["message"])
+        raise SessionError(f"pytest could not collect {first['nodeid'] or 'the properties'}", first["message"])
     interrupted = bool(heard.of("interrupted"))
     death = None if interrupted else heard.death  # (Status, line): how the child ended, if it never finished
     if not loaded and not heard.finished and not interrupted:
         why = death[1] if death else f"it ended with exit code {heard.returncode}"
-        raise CheckError(f"IMPL {chosen.impl!r}: the process importing it died before it said what it loaded: {why}",
+        raise SessionError(f"IMPL {chosen.impl!r}: the process importing it died before it said what it loaded: {why}",
                          heard.output)
     if not heard.of("collected") and heard.returncode not in (0, 5) and not interrupted:
-        raise CheckError(f"pytest exited with code {heard.returncode} before running any property", heard.output)
+        raise SessionError(f"pytest exited with code {heard.returncode} before running any property", heard.output)
 
 
 def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
@@ -306,7 +296,7 @@ def _verdict(chosen, heard, loaded, given=None, exitfirst=False):
     result.notes += list(dict.fromkeys(e["message"] for e in heard.of("warning")))
     for r in result.results:
         if r.status == Status.FAIL:
-            r.replay = _replay(r, chosen)
+            r.replay = replay(r, chosen)
     return result
 
 
@@ -376,19 +366,11 @@ def listing(collected, not_applicable, verbosity=0):
     return [*lines, "", said] if lines else [said]
 
 
-def _replay(result, chosen):
-    """The one-line command that replays a failure: the repro file when one was written,
-    else a check of that one test with the run's seed (the example database replays it)."""
-    fixed = [] if chosen.fixed_token_id is None else ["--fixed-token-id", str(chosen.fixed_token_id)]
-    if result.repro:  # the file names the implementation, but repro imports only the one it is given
-        return shlex.join(["simacc", "repro", result.repro, "--impl", chosen.impl, *fixed])
-    if not result.nodeid:
-        return None
-    command = ["simacc", "check", chosen.impl, "--property", verdict.split_nodeid(result.nodeid)[1], "-n", "0", *fixed]
-    if chosen.seed is not None:
-        command += ["--seed", str(chosen.seed)]
-    if chosen.database:
-        command += ["--database", chosen.database]
-    if chosen.tokenizer:
-        command += ["--tokenizer", str(opts.shown(chosen.tokenizer))]
-    return shlex.join(command)
+def replay(result, chosen):
+    """The command that replays the failure ``result`` (a row) of a run with ``chosen``
+    settings (:func:`simacc.harness.recording.replay_command`)."""
+    from simacc.harness.recording import replay_command
+
+    return replay_command(chosen.impl, repro=result.repro, test=result.nodeid and verdict.split_nodeid(result.nodeid)[1],
+                          fixed_token_id=chosen.fixed_token_id, seed=chosen.seed, database=chosen.database,
+                          tokenizer=chosen.tokenizer and opts.shown(chosen.tokenizer))

@@ -9,3 +9,13 @@ class Exit(enum.IntEnum):
     USAGE = 2  # a bad argument, file or implementation: nothing was checked
     NOTHING_CHECKED = 5  # pytest's "no tests ran": nothing checked is never success
     INTERRUPTED = 130  # Ctrl-C
+
+
+class SessionError(Exception):
+    """A session that could check nothing: the implementation would not load, pytest could not
+    collect the properties, a process ended before it said what it loaded (exit 2, as a
+    usage error). ``detail`` is the end of pytest's output, printed below the one line."""
+
+    def __init__(self, message, detail=""):
+        super().__init__(message)
+        self.detail = detail

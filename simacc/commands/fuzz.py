@@ -42,8 +42,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simacc.commands import check, verdict
-from simacc.commands.exits import Exit
+from simacc.commands import check, terminal, verdict
+from simacc.commands.exits import Exit, SessionError
 from simacc.harness import session
 from simacc.harness import settings as opts
 from simacc.harness.status import CHECKED, FAILED, Status, failures_first, worst
@@ -61,14 +61,6 @@ EXIT_CODES = f"""exit codes:
   {Exit.NOTHING_CHECKED:d}    nothing to fuzz: no property applies, or --property matched none; or nothing
        fuzzed: the time was up before any property finished a run
   {Exit.INTERRUPTED:d}  interrupted (Ctrl-C or SIGTERM): the summary says what ran"""
-
-
-class FuzzError(Exception):
-    """The session cannot fuzz anything: one line (and the end of pytest's output), exit 2."""
-
-    def __init__(self, message, detail=""):
-        super().__init__(message)
-        self.detail = detail
 
 
 class NothingToFuzz(Exception):
@@ -158,7 +150,7 @@ class Tally:
             return None
         message = (result.message.splitlines() or [result.status.value])[0]
         shown = dataclasses.replace(result, repro=str(opts.shown(result.repro))) if result.repro else result
-        replay = check._replay(shown, chosen)
+        replay = check.replay(shown, chosen)
         found = Failure(name, message, replay, not result.repro or result.repro not in self.known, seconds, worker,
                         pass_number)
         self.failures[key] = found
@@ -195,7 +187,7 @@ def run(args):
     fuzz = Session(chosen, args.workers, args.minutes * 60, args.quiet, args.exitfirst)
     try:
         code = fuzz.run()
-    except FuzzError as e:
+    except SessionError as e:
         print(f"simacc fuzz: error: {e}" + (f"\n{e.detail}" if e.detail else ""), file=sys.stderr)
         return Exit.USAGE
     print(fuzz.summary(code))
@@ -236,7 +228,7 @@ class Session:
         self.fuzzed = False  # passes ran, and none finished a run of a property (exit 5 all the same)
         self.modes = chosen.per_process()  # a pass runs one grad mode, its processes nothing else (§11.5)
         self.idle = {}  # grad mode -> why a whole pass in it ran nothing: no later pass runs it
-        self.status = _StatusLine(None if quiet else sys.stderr)
+        self.status = terminal.StatusLine(None if quiet else sys.stderr)
 
     @property
     def elapsed(self):
@@ -244,7 +236,7 @@ class Session:
 
     def run(self):
         """Fuzz until the time is up (or Ctrl-C, SIGTERM); the exit code. Raises
-        :class:`FuzzError`."""
+        :class:`SessionError`."""
         deadline = self.start + self.seconds
         previous = signal.signal(signal.SIGTERM, _interrupt)  # a CI time limit stops it like Ctrl-C
         try:
@@ -263,17 +255,17 @@ class Session:
             self.stopped_by = "stopped at the first failure"
         except NothingToFuzz as e:
             self._stop_all()
-            self.status.close()
+            self.status.clear()
             self.reason = str(e)
             return Exit.NOTHING_CHECKED
         except BaseException:
             self._stop_all()
-            self.status.close()
+            self.status.clear()
             raise
         finally:
             signal.signal(signal.SIGTERM, previous)
         self._stop_all()
-        self.status.close()
+        self.status.clear()
         if self.stopped_by == "interrupted":
             return Exit.INTERRUPTED
         if self.tally.failures:
@@ -307,9 +299,9 @@ class Session:
                     self.status.clear()
                     print(self.header(), flush=True)
             elif kind == "impl_error":
-                raise FuzzError(event["message"])
+                raise SessionError(event["message"])
             elif kind == "collect_error":
-                raise FuzzError(f"pytest could not collect {event['nodeid'] or 'the properties'}", event["message"])
+                raise SessionError(f"pytest could not collect {event['nodeid'] or 'the properties'}", event["message"])
             elif kind == "not_applicable":
                 self.tally.not_applicable.update(event["items"])
             elif kind == "warning" and event["message"] not in self.warnings:
@@ -337,9 +329,9 @@ class Session:
         self.tally.passes += 1
         if not heard.finished:
             if not self.loaded:
-                raise FuzzError(f"IMPL {self.chosen.impl!r}: the process that imported it ended (exit "
+                raise SessionError(f"IMPL {self.chosen.impl!r}: the process that imported it ended (exit "
                                 f"{heard.returncode}) before it said what it loaded", heard.output)
-            raise FuzzError(f"worker {worker.number}'s pass {worker.passes} ended early, with exit code "
+            raise SessionError(f"worker {worker.number}'s pass {worker.passes} ended early, with exit code "
                             f"{heard.returncode}", heard.output)
         results = [verdict.result_of(e) for e in heard.of("result")]
         if not any(r.status in CHECKED for r in results):
@@ -475,42 +467,3 @@ def _count(n):
 def _clock(seconds):
     seconds = int(seconds)
     return f"{seconds // 60}:{seconds % 60:02d}"
-
-
-class _StatusLine:
-    """Progress on ``stream`` (None: nothing): on a terminal one line rewritten in place,
-    with the lines that matter (finds, warnings) printed above it; on a log those lines
-    and one line per finished pass."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        try:
-            self.live = stream is not None and stream.isatty()
-        except (AttributeError, ValueError):
-            self.live = False
-        self.log = stream is not None and not self.live
-        self._shown = 0
-
-    def show(self, text):
-        if self.live:
-            width = max(os.get_terminal_size(self.stream.fileno()).columns - 1, 20)
-            text = text[:width]
-            self.stream.write("\r" + text.ljust(self._shown))
-            self.stream.flush()
-            self._shown = len(text)
-
-    def line(self, text):
-        if self.stream is not None:
-            self.clear()
-            self.stream.write(text + "\n")
-            self.stream.flush()
-
-    def clear(self):
-        if self._shown:
-            self.stream.write("\r" + " " * self._shown + "\r")
-            self.stream.flush()
-            self._shown = 0
-
-    def close(self):
-        self.clear()
-

@@ -15,9 +15,9 @@ class Progress:
 
     def __init__(self, stream, quiet=False, verbose=False):
         self.stream = None if quiet else stream
-        self.live = self.stream is not None and terminal.isatty(self.stream)
+        self.status = terminal.StatusLine(self.stream)
+        self.live = self.status.live
         self.paint = terminal.painter(self.stream is not None and terminal.colours(self.stream))
-        self.width = terminal.columns(self.stream) - 1 if self.live else 0
         self.verbose = verbose
         self.total = self.done = 0
         self.collections = {}  # session (one per grad mode) -> its tests
@@ -26,7 +26,6 @@ class Progress:
         self.finished_tests = {}  # property -> its results so far
         self.properties_done = 0
         self.current = ""
-        self._shown = 0  # length of the status line on the terminal now
 
     def collected(self, nodeids, session=0):
         """The tests a session collected (each of its xdist workers says it; any one is the
@@ -87,17 +86,12 @@ class Progress:
         return self.paint(status.value, "red" if status in FAILED else "green" if status == Status.PASS else "yellow")
 
     def warn(self, message):
-        if self.stream is not None:
-            self._clear()
-            self._line(f"warning: {message}")
-            self._redraw()
+        self.status.line(f"warning: {message}")
+        self._redraw()
 
     def close(self):
         """End the status line, so that what follows starts on a line of its own."""
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = 0
+        self.status.end()
 
     def _position(self):
         return f"[{self.done}/{self.total}]" if self.total else f"[{self.done}]"
@@ -107,24 +101,12 @@ class Progress:
             return
         counts = [(b, self.counts[b]) for b in ("pass", "FAIL", "skipped") if self.counts[b]]
         parts = [self._position(), ", ".join(f"{n} {b}" for b, n in counts), f"- {self.current}" if self.current else ""]
-        line = " ".join(p for p in parts if p)
-        if len(line) > self.width:
-            line = shown = line[: self.width]  # cut uncoloured: a cut must not split an escape code
-        else:
-            parts[1] = ", ".join(f"{n} {self.paint(b, _COLOURS[b])}" for b, n in counts)
-            shown = " ".join(p for p in parts if p)
-        self.stream.write("\r" + shown + " " * max(0, self._shown - len(line)))
-        self.stream.flush()
-        self._shown = len(line)
-
-    def _clear(self):
-        if self._shown:
-            self.stream.write("\r" + " " * self._shown + "\r")
-            self._shown = 0
+        plain = " ".join(p for p in parts if p)
+        parts[1] = ", ".join(f"{n} {self.paint(b, _COLOURS[b])}" for b, n in counts)
+        self.status.show(" ".join(p for p in parts if p), plain)
 
     def _line(self, text):
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        self.status.line(text)
 
 
 _COLOURS = {"pass": "green", "FAIL": "red", "skipped": "yellow"}

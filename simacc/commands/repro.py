@@ -28,7 +28,7 @@ import shlex
 import sys
 
 from simacc.commands import prune
-from simacc.commands.exits import Exit
+from simacc.commands.exits import Exit, SessionError
 from simacc.commands.supervised import supervise_command
 from simacc.harness import contracts, devices, distributions
 from simacc.harness import settings as opts
@@ -322,7 +322,7 @@ def _replay_database(args):
     except (check.UsageError, opts.SettingsError) as e:
         print(f"simacc repro: error: {e}", file=sys.stderr)
         return Exit.USAGE
-    except check.CheckError as e:
+    except SessionError as e:
         print(f"simacc repro: error: {e}" + (f"\n{e.detail}" if e.detail else ""), file=sys.stderr)
         return Exit.USAGE
     print(verdict.render(result))

@@ -8,12 +8,13 @@ run rewrites its own file instead of adding one. Its path and the case summary g
 report's ``user_properties`` (what ``simacc check`` reads), and a section of the failure
 text says how to replay it (so a JUnit report carries it too). Writing a repro file never
 breaks the run: a failure to write is reported in that section instead.
+
+:func:`replay_command` is the one way a replay command is written (the commands' failure
+blocks, fuzz's summary and this section); this module imports torch only once it records.
 """
 
 import shlex
 
-from simacc.contract import caller
-from simacc.harness import repro_files as reprofile
 from simacc.harness.settings import shown
 
 SECTION = "simacc repro"
@@ -22,6 +23,9 @@ SECTION = "simacc repro"
 def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     """Write the repro file of ``runner``'s last case for property ``prop_id`` and say so in
     ``report``."""
+    from simacc.contract import caller  # here: a command builds replay commands without torch
+    from simacc.harness import repro_files as reprofile
+
     case = runner.last[0]
     message = str(excinfo.value) if excinfo is not None else ""
     impl = runner.impl
@@ -35,10 +39,30 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     where = shown(path, invocation_dir)
     report.user_properties.append(("simacc_repro", str(path)))
     report.user_properties.append(("simacc_case", case.summary()))
-    replay = ["simacc", "repro", str(where), "--impl", impl.spec]
-    if impl.fixed_token_id != caller.DEFAULT_TOKEN_ID:  # set by an option, not by this environment
-        replay += ["--fixed-token-id", str(impl.fixed_token_id)]
-    section(report, f"case: {case.summary()}\nrepro file: {where}\nreplay it: {shlex.join(replay)}")
+    fixed = impl.fixed_token_id if impl.fixed_token_id != caller.DEFAULT_TOKEN_ID else None
+    section(report, f"case: {case.summary()}\nrepro file: {where}\n"
+                    f"replay it: {replay_command(impl.spec, repro=where, fixed_token_id=fixed)}")
+
+
+def replay_command(spec, *, repro=None, test=None, fixed_token_id=None, seed=None, database=None, tokenizer=None):
+    """The one line that replays a failure of the implementation ``spec``: ``simacc repro FILE
+    --impl IMPL`` when its repro file was written (``repro``; the file names an implementation,
+    but repro imports only the one it is given), else a check of that one ``test`` in one
+    process, with the run's ``seed`` and ``database`` (which replays the example); None with
+    neither. ``fixed_token_id`` and ``tokenizer`` are passed on when the run had them."""
+    fixed = [] if fixed_token_id is None else ["--fixed-token-id", str(fixed_token_id)]
+    if repro:
+        return shlex.join(["simacc", "repro", str(repro), "--impl", spec, *fixed])
+    if not test:
+        return None
+    command = ["simacc", "check", spec, "--property", test, "-n", "0", *fixed]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    if database:
+        command += ["--database", database]
+    if tokenizer:
+        command += ["--tokenizer", str(tokenizer)]
+    return shlex.join(command)
 
 
 def section(report, text, title=SECTION):
