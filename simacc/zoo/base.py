@@ -67,7 +67,7 @@ def register(kind, *killers, needs_cuda=False, requires=(), level="exact"):
 
 def register_elsewhere(module, name, kind, bug, *killers):
     """Record ``module:name`` in the zoo without importing ``module`` (one whose import is the
-    point of the check, or costs: :mod:`simacc.zoo.at_import`); ``bug`` is its docstring's first line."""
+    point of the check, or costs: :mod:`simacc.zoo.compiled_at_import`); ``bug`` is its docstring's first line."""
     REGISTRY[name] = Entry(name, module, kind, bug, killers)
 
 

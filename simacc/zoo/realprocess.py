@@ -4,9 +4,9 @@ ports whose length follows no seed the caller controls.
 
 The correct ones must be accepted: torch's own change to its namespace when ``torch.compile``
 imports ``torch._dynamo`` is not the implementation's (§11.6), and a buffer made in one grad
-mode is only ever used in that mode, as in a server (§11.5). The ones in
-:mod:`simacc.zoo.at_import` act when they are imported; that module is registered here and
-imported only by a check of one of them (compiling costs a second).
+mode is only ever used in that mode, as in a server (§11.5). Three act when their module is
+imported: each has a module of its own, registered here and imported only by a check of it (so
+only a check of the compiled one pays for compiling: seconds, in every process that imports it).
 """
 
 import math
@@ -19,12 +19,15 @@ from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.zoo import base
 from simacc.zoo.base import register, register_elsewhere
 
-for _name, _bug in (
-    ("compiled_at_import", "Correct: builds the index with a helper its module compiles with torch.compile at import."),
-    ("configures_logging_at_import", "Correct: its module configures the root logger at import; it logs each call."),
-    ("warms_up_at_import", "Correct: its module calls it once at import, on a small batch, to warm it up."),
+for _module, _name, _bug in (
+    ("compiled_at_import", "compiled_at_import",
+     "Correct: builds the index with a helper its module compiles with torch.compile at import."),
+    ("logs_at_import", "configures_logging_at_import",
+     "Correct: its module configures the root logger at import; it logs each call."),
+    ("warms_up_at_import", "warms_up_at_import",
+     "Correct: its module calls it once at import, on a small batch, to warm it up."),
 ):
-    register_elsewhere("simacc.zoo.at_import", _name, "correct", _bug)
+    register_elsewhere(f"simacc.zoo.{_module}", _name, "correct", _bug)
 
 _COMPILED = {}
 
