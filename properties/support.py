@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.assertions import check, check_equal, describe
-from simacc.harness.cases import EagleCase, KernelCase, TensorArg
+from simacc.harness.cases import EagleCase, TensorArg
 from simacc.harness.distributions import Distribution
 
 FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
@@ -98,7 +98,7 @@ def length_of(simacc, outcome, case, source):
     property then checks the other outputs against it.
     """
     __tracebackhide__ = True
-    if simacc.impl.level == "exact" or isinstance(case, KernelCase) or case.bs == 0:
+    if simacc.impl.level == "exact" or case.length_given or case.bs == 0:
         return case.expected_length()
     shown = _shown_lengths(outcome, source)
     low, high = int(shown.min()), int(shown.max())
@@ -142,16 +142,11 @@ def drafts_then_bonus(candidates, target_predict, length):
 # -- the role of each output element, for failure messages ------------------------------
 
 
-def _token_names(case):
-    """How the case's contract calls its two token tensors."""
-    return ("candidate_tokens", "target_tokens") if isinstance(case, KernelCase) else ("candidates", "target_predict")
-
-
 def slot_role(case, length, row, j):
     """What row ``row``'s accepted slot ``j`` (of ``L = length``) receives (CONTRACT.md §4.4-§4.5)."""
     if case.mode != "real-draft-token":
         return f"row {row}'s slot j={j}, and fixed mode writes the fixed id to every element"
-    drafts, target = _token_names(case)
+    drafts, target = case.token_fields
     if j < length - 1:
         return f"row {row}'s slot j={j}: draft {j + 1}, {drafts}[{row}, {j + 1}]"
     return f"row {row}'s slot j={j}: the bonus, {target}[{row}, {j}]"
