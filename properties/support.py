@@ -76,13 +76,11 @@ def _defaulted_eagle_cases(patterns, modes):
 
 
 def cases_for_impl(impl):
-    """Cases of the implementation's own contract, in its token modes (a property every
-    contract shares)."""
-    if impl.contract in ("eagle", "legacy"):
-        return _built(sx.eagle_cases, (("modes", impl.modes),), ())
-    if impl.contract == "functional":
-        return _built(sx.functional_cases, (("fixed_token_id", impl.fixed_token_id),), ())
-    return _built({"dflash": sx.dflash_cases, "kernel": sx.kernel_cases}[impl.contract], (), ())
+    """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
+    registers for it, given what it takes of the implementation (a property every contract
+    shares)."""
+    strategy, takes = sx.BY_CONTRACT[impl.contract]
+    return _built(strategy, tuple((name, getattr(impl, name)) for name in takes), ())
 
 
 # -- oracles --------------------------------------------------------------------------------

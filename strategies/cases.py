@@ -42,13 +42,8 @@ class _Contents:
     draw's. Fixed offsets, so a tensor keeps its values when another field comes or goes
     while shrinking."""
 
-    OFFSETS = {
-        case_type: {f.name: 1 + k for k, f in enumerate(dataclasses.fields(case_type))}
-        for case_type in (EagleCase, DflashCase, KernelCase)
-    }
-
     def __init__(self, case_type, seed):
-        self.seed, self.offsets = seed, self.OFFSETS[case_type]
+        self.seed, self.offsets = seed, _offsets(case_type)
 
     def ints(self, field, shape, dtype, low, high):
         return tn.fill(shape, dtype, low, high, self.seed + self.offsets[field])
@@ -63,6 +58,12 @@ class _Contents:
 
     def generator(self, field):
         return torch.Generator().manual_seed(self.seed + self.offsets[field])
+
+
+@functools.lru_cache(maxsize=None)
+def _offsets(case_type):
+    """Each field's offset from the seed, for any case type (computed once a type)."""
+    return {f.name: 1 + k for k, f in enumerate(dataclasses.fields(case_type))}
 
 
 def _draw_layouts(draw, values):
