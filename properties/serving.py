@@ -58,8 +58,6 @@ from simacc.strategies import tensors as tn
 BURST = 64  # steps of a burst: the DKW bound at 1e-6 / 200 is then 0.39, and an L stuck on one value is off by >= 0.5
 MAX_STEPS = 1000  # steps a program from a file may hold
 DTYPES = {"int64": torch.int64, "int32": torch.int32}
-INT32 = (-(2**31), 2**31 - 1)  # arbitrary prefilled int32 buffers
-WIDE = (-(2**40), 2**40)  # arbitrary prefilled int64 outputs
 REAL = "real-draft-token"
 _KEPT = weakref.WeakKeyDictionary()  # runner: every tensor its engines made (see the module)
 # each rule's arguments and their bounds, for programs from files
@@ -265,7 +263,7 @@ class ServingLoop(RuleBasedStateMachine):
 
     def static(self, shape, dtype, seed):
         """A static buffer of the capacity, filled with arbitrary values."""
-        return self.made(tn.fill(shape, dtype, *(INT32 if dtype == torch.int32 else WIDE), seed))
+        return self.made(tn.fill(shape, dtype, *(tn.INT32 if dtype == torch.int32 else tn.WIDE), seed))
 
     def inputs(self, values, statics):
         """The step's tensors (``{name: values}``): views of the static buffers, rewritten in
@@ -365,13 +363,13 @@ class SlotsLoop(ServingLoop):
         roots = torch.tensor(self.running, dtype=torch.int32) * nodes
         index = tn.fill((bs, width), torch.int32, -1, self.predict.shape[0] + 1, seed + 1)
         index[:, 0] = roots
-        values = {n["index"]: index, n["counts"]: tn.fill((bs,), torch.int32, *INT32, seed + 2)}
+        values = {n["index"]: index, n["counts"]: tn.fill((bs,), torch.int32, *tn.INT32, seed + 2)}
         if k["tokens"]:
             values[n["candidates"]] = tn.fill((bs, nodes), DTYPES[k["dtype"]], 0, k["vocab"], seed + 3)
             values[n["target"]] = tn.fill((bs, nodes), torch.int64, 0, k["vocab"], seed + 4)
         slots = (roots.long()[:, None] + torch.arange(nodes)).reshape(-1)
         with grad_modes.entered(self.simacc.context):  # verification writes the batch's slots
-            self.predict[slots.to(self.predict.device)] = tn.fill((bs * nodes,), torch.int32, *INT32, seed + 5).to(
+            self.predict[slots.to(self.predict.device)] = tn.fill((bs * nodes,), torch.int32, *tn.INT32, seed + 5).to(
                 self.predict.device)
         predict_before = self.predict.cpu().clone()
         live = self.inputs(values, self.statics)
@@ -492,10 +490,10 @@ class DflashLoop(ServingLoop):
         k = self.knobs
         block, bs, seed = k["width"], len(self.running), self.next_seed()
         values = {"candidates": tn.fill((bs, block), DTYPES[k["dtype"]], 0, k["vocab"], seed + 1),
-                  "accept_len": tn.fill((bs,), torch.int32, *INT32, seed + 2),
-                  "commit_lens": tn.fill((bs,), torch.int32, *INT32, seed + 3),
-                  "bonus": tn.fill((bs,), torch.int64, *WIDE, seed + 4),
-                  "out_tokens": tn.fill((bs, block), torch.int64, *WIDE, seed + 5)}
+                  "accept_len": tn.fill((bs,), torch.int32, *tn.INT32, seed + 2),
+                  "commit_lens": tn.fill((bs,), torch.int32, *tn.INT32, seed + 3),
+                  "bonus": tn.fill((bs,), torch.int64, *tn.WIDE, seed + 4),
+                  "out_tokens": tn.fill((bs, block), torch.int64, *tn.WIDE, seed + 5)}
         logits = None
         if k["target"]:
             values["target_predict"] = tn.fill((bs, block), torch.int64, 0, k["vocab"], seed + 6)
@@ -568,7 +566,7 @@ class FunctionalLoop(ServingLoop):
 
     def allocate(self):
         k = self.knobs
-        self.predict = tn.fill((k["capacity"] * k["nodes"] + fn.SPARE,), torch.int32, *INT32, k["seed"])
+        self.predict = tn.fill((k["capacity"] * k["nodes"] + fn.SPARE,), torch.int32, *tn.INT32, k["seed"])
 
     def run_step(self):
         k = self.knobs
@@ -578,7 +576,7 @@ class FunctionalLoop(ServingLoop):
         running[self.running] = True
         predict = self.predict.clone()
         slots = (roots[running].long()[:, None] + torch.arange(nodes)).reshape(-1)
-        predict[slots] = tn.fill((len(slots),), torch.int32, *INT32, seed + 5)  # verification's writes
+        predict[slots] = tn.fill((len(slots),), torch.int32, *tn.INT32, seed + 5)  # verification's writes
         index = tn.fill((cap, width), torch.int32, -1, predict.shape[0] + 1, seed + 1)
         index[:, 0] = roots
         values = {"accept_index": index, "predict": predict, "valid_mask": running}

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.assertions import check, check_equal, describe
-from simacc.harness.cases import EagleCase, KernelCase, TensorArg
+from simacc.harness.cases import EagleCase, TensorArg
 from simacc.harness.distributions import Distribution
 
 FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
@@ -76,13 +76,11 @@ def _defaulted_eagle_cases(patterns, modes):
 
 
 def cases_for_impl(impl):
-    """Cases of the implementation's own contract, in its token modes (a property every
-    contract shares)."""
-    if impl.contract in ("eagle", "legacy"):
-        return _built(sx.eagle_cases, (("modes", impl.modes),), ())
-    if impl.contract == "functional":
-        return _built(sx.functional_cases, (("fixed_token_id", impl.fixed_token_id),), ())
-    return _built({"dflash": sx.dflash_cases, "kernel": sx.kernel_cases}[impl.contract], (), ())
+    """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
+    registers for it, given what it takes of the implementation (a property every contract
+    shares)."""
+    strategy, takes = sx.BY_CONTRACT[impl.contract]
+    return _built(strategy, tuple((name, getattr(impl, name)) for name in takes), ())
 
 
 # -- oracles --------------------------------------------------------------------------------
@@ -98,7 +96,7 @@ def length_of(simacc, outcome, case, source):
     property then checks the other outputs against it.
     """
     __tracebackhide__ = True
-    if simacc.impl.level == "exact" or isinstance(case, KernelCase) or case.bs == 0:
+    if simacc.impl.level == "exact" or case.length_given or case.bs == 0:
         return case.expected_length()
     shown = _shown_lengths(outcome, source)
     low, high = int(shown.min()), int(shown.max())
@@ -142,16 +140,11 @@ def drafts_then_bonus(candidates, target_predict, length):
 # -- the role of each output element, for failure messages ------------------------------
 
 
-def _token_names(case):
-    """How the case's contract calls its two token tensors."""
-    return ("candidate_tokens", "target_tokens") if isinstance(case, KernelCase) else ("candidates", "target_predict")
-
-
 def slot_role(case, length, row, j):
     """What row ``row``'s accepted slot ``j`` (of ``L = length``) receives (CONTRACT.md §4.4-§4.5)."""
     if case.mode != "real-draft-token":
         return f"row {row}'s slot j={j}, and fixed mode writes the fixed id to every element"
-    drafts, target = _token_names(case)
+    drafts, target = case.token_fields
     if j < length - 1:
         return f"row {row}'s slot j={j}: draft {j + 1}, {drafts}[{row}, {j + 1}]"
     return f"row {row}'s slot j={j}: the bonus, {target}[{row}, {j}]"

@@ -29,7 +29,19 @@ from simacc.strategies.scalars import (
 )
 from simacc.strategies.tensors import token_dtypes
 
+# Each contract's cases, for a property every contract shares (``cases_for_impl`` in
+# ``simacc.properties.support``): the strategy, and the attributes of the implementation under
+# test it is given as keyword arguments (its token modes, its fixed id).
+BY_CONTRACT = {
+    "eagle": (eagle_cases, ("modes",)),
+    "legacy": (eagle_cases, ("modes",)),
+    "dflash": (dflash_cases, ()),
+    "kernel": (kernel_cases, ()),
+    "functional": (functional_cases, ("fixed_token_id",)),
+}
+
 __all__ = [
+    "BY_CONTRACT",
     "FUNCTIONAL_SPARE",
     "MAX_SPEC_STEPS",
     "ROOT_LAYOUTS",

@@ -30,8 +30,6 @@ _ROOT_STARTS = st.integers(0, 5)
 _TREE_EXTRA_NODES = st.integers(0, 8)
 _LOGIT_CLASSES = st.integers(1, 64)
 _BOOLEANS = st.booleans()
-_INT32 = (-(2**31), 2**31 - 1)  # arbitrary prefilled int32 buffers
-_WIDE = (-(2**40), 2**40)  # arbitrary prefilled int64 outputs
 # integers(0, 0), not just(): a branch without a draw of its own would shrink first
 _NAN = st.integers(0, 0).map(lambda _: math.nan)
 
@@ -42,13 +40,8 @@ class _Contents:
     draw's. Fixed offsets, so a tensor keeps its values when another field comes or goes
     while shrinking."""
 
-    OFFSETS = {
-        case_type: {f.name: 1 + k for k, f in enumerate(dataclasses.fields(case_type))}
-        for case_type in (EagleCase, DflashCase, KernelCase)
-    }
-
     def __init__(self, case_type, seed):
-        self.seed, self.offsets = seed, self.OFFSETS[case_type]
+        self.seed, self.offsets = seed, _offsets(case_type)
 
     def ints(self, field, shape, dtype, low, high):
         return tn.fill(shape, dtype, low, high, self.seed + self.offsets[field])
@@ -63,6 +56,12 @@ class _Contents:
 
     def generator(self, field):
         return torch.Generator().manual_seed(self.seed + self.offsets[field])
+
+
+@functools.lru_cache(maxsize=None)
+def _offsets(case_type):
+    """Each field's offset from the seed, for any case type (computed once a type)."""
+    return {f.name: 1 + k for k, f in enumerate(dataclasses.fields(case_type))}
 
 
 def _draw_layouts(draw, values):
@@ -152,8 +151,8 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
     contents = _Contents(EagleCase, seed)
 
     values = {
-        "predict": contents.ints("predict", (predict_len,), torch.int32, *_INT32),
-        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "predict": contents.ints("predict", (predict_len,), torch.int32, *tn.INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *tn.INT32),
         "accept_index": contents.index("accept_index", width, root_list, predict_len),
     }
     if real or draw(_BOOLEANS, label="passes_candidates"):
@@ -206,8 +205,8 @@ def _chain_cases(draw, batch_sizes, spec_steps):
     index = torch.full((bs, width), -1, dtype=torch.int32)
     index[:, 0] = torch.arange(bs, dtype=torch.int32) * width
     values = {
-        "predict": contents.ints("predict", (bs * width,), torch.int32, *_INT32),
-        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "predict": contents.ints("predict", (bs * width,), torch.int32, *tn.INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *tn.INT32),
         "candidates": cand,
         "target_predict": target,
     }
@@ -255,10 +254,10 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
     contents = _Contents(DflashCase, seed)
     values = {
         "candidates": contents.ints("candidates", (bs, block), dtype, 0, vocab),
-        "accept_len": contents.ints("accept_len", (bs,), torch.int32, *_INT32),
-        "commit_lens": contents.ints("commit_lens", (bs,), torch.int32, *_INT32),
-        "bonus": contents.ints("bonus", (bs,), torch.int64, *_WIDE),
-        "out_tokens": contents.ints("out_tokens", (bs, block), torch.int64, *_WIDE),
+        "accept_len": contents.ints("accept_len", (bs,), torch.int32, *tn.INT32),
+        "commit_lens": contents.ints("commit_lens", (bs,), torch.int32, *tn.INT32),
+        "bonus": contents.ints("bonus", (bs,), torch.int64, *tn.WIDE),
+        "out_tokens": contents.ints("out_tokens", (bs, block), torch.int64, *tn.WIDE),
     }
     if draw(_BOOLEANS, label="passes_target"):
         values["target_predict"] = contents.ints("target_predict", (bs, block), torch.int64, 0, vocab)
@@ -322,8 +321,8 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
 
     values = {
         "accept_indices": contents.index("accept_indices", width, root_list, predict_len),
-        "predict_tokens": contents.ints("predict_tokens", (predict_len,), torch.int32, *_INT32),
-        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *_INT32),
+        "predict_tokens": contents.ints("predict_tokens", (predict_len,), torch.int32, *tn.INT32),
+        "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *tn.INT32),
         "candidate_tokens": contents.ints("candidate_tokens", (bs, d), dtype, 0, vocab),
         "target_tokens": contents.ints("target_tokens", (bs, d), torch.int64, 0, vocab),
     }

@@ -94,7 +94,7 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns, fixed_token_
         target = TensorArg(tn.fill((bs, columns), torch.int32, 0, vocab, seed + 2))
     return FunctionalCase(
         accept_index=TensorArg(index),
-        predict=TensorArg(tn.fill((size,), torch.int32, -(2**31), 2**31 - 1, seed + 3)),
+        predict=TensorArg(tn.fill((size,), torch.int32, *tn.INT32, seed + 3)),
         candidates=candidates,
         target_predict=target,
         valid_mask=TensorArg(~torch.tensor(masked, dtype=torch.bool)),

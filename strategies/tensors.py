@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from simacc.harness.cases import LAYOUTS
 
+INT32 = (-(2**31), 2**31 - 1)  # the range of arbitrary prefilled int32 buffers
+WIDE = (-(2**40), 2**40)  # the range of arbitrary prefilled int64 outputs
 _TOKEN_DTYPES = st.sampled_from((torch.int64, torch.int32))
 _LAYOUT_CODES = {2: LAYOUTS, 1: tuple("strided" if x == "transposed" else x for x in LAYOUTS)}
 

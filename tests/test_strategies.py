@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import simacc as sa
 from simacc import strategies as sx
 from simacc.strategies import tensors as tn
+from simacc.harness import contracts
 from simacc.harness.cases import LAYOUTS, TensorArg
 
 
@@ -408,6 +409,14 @@ def test_cases_of_every_in_place_contract_draw_a_tail_block_past_512_rows_in_the
         sizes = [case.bs for case in samples(strategy, 200)]
         assert any(b > 512 and b % 512 for b in sizes), sizes
         assert sum(b > 256 for b in sizes) <= 200 / 8  # rare enough to keep the suite's time
+
+
+@pytest.mark.parametrize("name", contracts.NAMES)
+def test_each_contract_registers_a_strategy_of_cases_its_record_accepts_and_a_reference_can_run(name):
+    record, (strategy, takes) = contracts.get(name), sx.BY_CONTRACT[name]
+    chosen = {"modes": record.modes, "fixed_token_id": 100}
+    for case in samples(strategy(**{key: chosen[key] for key in takes}), 20):
+        assert record.accepts(case) and case.problem() is None, case
 
 
 def test_acc_lens_shrink_to_one_and_to_the_plainest_fraction():

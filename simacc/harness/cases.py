@@ -3,6 +3,8 @@
 A case holds each tensor's logical values on the CPU plus the name of the memory layout to
 build it with, never a live tensor on some device: that is what lets a case found on CUDA
 replay on a CPU (and the reverse), print as a short summary, and travel through JSON.
+Each case type also says what simacc would otherwise branch on its type for: what a
+reference can run, how its ``L`` and sizes are said, what its token tensors are called.
 """
 
 import dataclasses
@@ -12,10 +14,13 @@ from dataclasses import dataclass
 import torch
 
 from simacc.contract.sampling import sample_simulated_acc_len
+from simacc.harness import contracts
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
 DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "bool": torch.bool}
 _PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
+_INTEGERS = (torch.int32, torch.int64)
+_TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,9 +88,44 @@ def _summary(case):
 
 
 class _Case:
-    """Shared behaviour: tensor fields, materialisation, the sampled length, summaries."""
+    """Shared behaviour: tensor fields, materialisation, the sampled length, summaries, and
+    what the rest of simacc asks of every case type, so that it never branches on one: a
+    type defines ``_arguments_problem`` (what its reference cannot run, in one line, or None)
+    and, where its layout differs, overrides the attributes and methods below."""
 
     _index_field = "accept_index"  # the (bs, W) index whose first column holds the roots
+    token_fields = ("candidates", "target_predict")  # the drafts' and the target's tokens, as the call names them
+    width_name = "W"  # what a result row calls ``max_len``
+    length_given = False  # the call is given L (the kernel op): the L to hold it to, at every level
+
+    def problem(self):
+        """Why no reference could run this case (one line), or None: a repro file's case
+        must pass (CONTRACT.md §2); every case a strategy draws does."""
+        return self._omission_problem() or self._arguments_problem()
+
+    @classmethod
+    def _omittable(cls):
+        """The argument sets a case of this type may leave out: those some call style of its
+        contracts can (CONTRACT.md §5.1)."""
+        return {tuple(pattern) for c in contracts.CONTRACTS.values() if c.case_name == cls.__name__
+                for patterns in c.omissions.values() for pattern in patterns}
+
+    def _omission_problem(self):
+        omitted = getattr(self, "omitted", ())
+        if omitted and tuple(omitted) not in self._omittable():
+            return f"no call style can leave out {list(omitted)}"
+        return None
+
+    def length_text(self):
+        """How a failure message says the ``L`` the outputs are held to when it names none:
+        the given one, or the documented draw from the case's seed, said as such (a port
+        checked at the semantic level may draw another)."""
+        if self.length_given:
+            return f"L={self.expected_length()}"
+        try:
+            return f"L={self.expected_length()} by the documented draw"
+        except (ValueError, TypeError, RuntimeError):  # a length or method the call must reject
+            return "L not drawn (the call must raise first)"
 
     @property
     def root_values(self):
@@ -153,6 +193,17 @@ class EagleCase(_Case):
     def roots(self):
         return self.accept_index.values[:, 0].tolist()
 
+    def _arguments_problem(self):
+        width = self.spec_steps + 1
+        if self.spec_steps < 0 or self.bs < 0:
+            return "bs and spec_steps must be >= 0"
+        real = self.simulate_acc_token_mode == "real-draft-token"
+        return _first(_tensor_problem(self, "accept_index", (self.bs, width), (torch.int32,)),
+                      _tensor_problem(self, "predict", (None,)),
+                      _tensor_problem(self, "num_correct_drafts", (self.bs,)),
+                      _chain_problem(self, self.bs, width, real),
+                      _ranges_problem(self.accept_index, width, self.predict.values.numel()))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DflashCase(_Case):
@@ -171,6 +222,8 @@ class DflashCase(_Case):
     seed: int
     omitted: tuple = ()  # argument names left out of the call, their values being the defaults
 
+    width_name = "B"
+
     @property
     def max_len(self):
         return self.out_tokens.values.shape[1]
@@ -178,6 +231,21 @@ class DflashCase(_Case):
     @property
     def bs(self):
         return self.out_tokens.values.shape[0]
+
+    def _arguments_problem(self):
+        bs, block = self.out_tokens.values.shape if self.out_tokens.values.dim() == 2 else (-1, -1)
+        if block < 1:
+            return "out_tokens must be (bs, B) with B >= 1"
+        logits = self.next_token_logits
+        if self.simulate_acc_token_mode == "real-draft-token" and self.target_predict is None and logits is None:
+            return "real mode needs target_predict or next_token_logits"
+        return _first(_tensor_problem(self, "candidates", (bs, block)),
+                      self.target_predict is not None and _tensor_problem(self, "target_predict", (bs, block)),
+                      _tensor_problem(self, "accept_len", (bs,)),
+                      _tensor_problem(self, "commit_lens", (bs,)),
+                      _tensor_problem(self, "bonus", (bs,)),
+                      logits is not None
+                      and _tensor_problem(self, "next_token_logits", (bs * block, None), (torch.float32,)))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -200,6 +268,8 @@ class KernelCase(_Case):
         return self.width
 
     _index_field = "accept_indices"
+    token_fields = ("candidate_tokens", "target_tokens")
+    length_given = True
 
     @property
     def bs(self):
@@ -211,6 +281,16 @@ class KernelCase(_Case):
     @property
     def mode(self):
         return "real-draft-token" if self.real_tokens else "fixed"
+
+    def _arguments_problem(self):
+        bs, width = self.accept_indices.values.shape[0], self.width
+        if not 1 <= self.num_accept_tokens <= width:
+            return f"num_accept_tokens={self.num_accept_tokens} is not in [1, width={width}]"
+        return _first(_tensor_problem(self, "accept_indices", (bs, width), (torch.int32,)),
+                      _tensor_problem(self, "predict_tokens", (None,)),
+                      _tensor_problem(self, "num_correct_drafts", (bs,)),
+                      _chain_problem(self, bs, width, self.real_tokens),
+                      _ranges_problem(self.accept_indices, width, self.predict_tokens.values.numel()))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -234,6 +314,10 @@ class FunctionalCase(_Case):
     def args(self, device):
         return {**super().args(device), "rng": None if "rng" in self.omitted else self.seed}
 
+    @classmethod
+    def _omittable(cls):
+        return {("rng",)}
+
     @property
     def max_len(self):
         return self.spec_steps + 1
@@ -241,3 +325,69 @@ class FunctionalCase(_Case):
     @property
     def bs(self):
         return self.accept_index.values.shape[0]
+
+    def length_text(self):
+        return "L drawn by the implementation"  # a JAX key, not torch's generator: no documented draw
+
+    def _arguments_problem(self):
+        width = self.spec_steps + 1
+        bs = self.accept_index.values.shape[0] if self.accept_index.values.dim() else -1
+        if self.spec_steps < 0:
+            return "spec_steps must be >= 0"
+        if not 0 <= self.fixed_token_id < _TOKEN_MAX:
+            return f"fixed_token_id={self.fixed_token_id} does not fit int32"
+        real = self.simulate_acc_token_mode == "real-draft-token"  # too few columns is a case the contract rejects
+        return _first(_tensor_problem(self, "accept_index", (bs, width), (torch.int32,)),
+                      _tensor_problem(self, "predict", (None,)),
+                      _tensor_problem(self, "valid_mask", (bs,), (torch.bool,)),
+                      _chain_problem(self, bs, width, real, exact_width=True),
+                      _ranges_problem(self.accept_index, width, self.predict.values.numel()))
+
+
+# -- what a reference can run (the checks behind ``problem``) ----------------------------------
+
+
+def _tensor_problem(case, name, shape, dtypes=_INTEGERS):
+    """``name`` must be a tensor of ``shape`` (``None``: any size there) and one of ``dtypes``."""
+    arg = getattr(case, name)
+    if arg is None:
+        return f"{name} is missing"
+    got = tuple(arg.values.shape)
+    if len(got) != len(shape) or any(want is not None and g != want for g, want in zip(got, shape)):
+        return f"{name} has shape {list(got)}, but should be {['*' if w is None else w for w in shape]}"
+    if arg.values.dtype not in dtypes:
+        return f"{name} is {str(arg.values.dtype).removeprefix('torch.')}, but should be one of " \
+               f"{[str(d).removeprefix('torch.') for d in dtypes]}"
+    return None
+
+
+def _first(*problems):
+    return next((p for p in problems if p), None)
+
+
+def _ranges_problem(index, width, buffer):
+    """Each row's accepted range, ``root + 0..width-1``, inside ``buffer`` slots and apart."""
+    roots = sorted(index.values[:, 0].tolist())
+    if roots and (roots[0] < 0 or roots[-1] + width > buffer):
+        return f"a root's range of {width} slots leaves the {buffer}-slot buffer"
+    if any(b - a < width for a, b in zip(roots, roots[1:])):
+        return f"two requests' ranges of {width} slots overlap"
+    return None
+
+
+def _chain_problem(case, bs, width, real, exact_width=False):
+    """The case's token tensors (``token_fields``): both absent (fixed mode only) or ``(bs, D)``
+    token ids, with ``D >= width`` in real mode."""
+    names = case.token_fields
+    first, second = (getattr(case, n) for n in names)
+    if first is None and second is None and not real:
+        return None
+    problem = _first(_tensor_problem(case, names[0], (bs, None)),
+                     _tensor_problem(case, names[1], (bs, None)))
+    if problem:
+        return problem
+    if first.values.shape[1] != second.values.shape[1] or first.values.shape[1] < 1:
+        return f"{names[0]} and {names[1]} have different widths"
+    if real and exact_width is False and first.values.shape[1] < width:
+        return f"{names[0]} has {first.values.shape[1]} columns, fewer than the width {width} real mode needs"
+    return None

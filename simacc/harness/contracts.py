@@ -5,7 +5,8 @@ modes. Loading an implementation, the call styles, the cases, the benchmarks and
 all read these records (CONTRACT.md §4, §6-§10).
 
 Adding a contract: a record here, its reference in :mod:`simacc.contract`, a case type in
-:mod:`simacc.harness.cases`, a strategy, a property module and zoo entries.
+:mod:`simacc.harness.cases`, a strategy registered in ``simacc.strategies.BY_CONTRACT``, a
+property module and zoo entries (ARCHITECTURE.md, "Where to add").
 """
 
 import importlib

@@ -10,7 +10,7 @@ only puts it into the message.
 
 import dataclasses
 
-from simacc.harness.cases import FunctionalCase, KernelCase, TensorArg
+from simacc.harness.cases import TensorArg
 
 MAX_SHOWN = 64  # elements per tensor up to which a message shows the values
 
@@ -18,21 +18,9 @@ MAX_SHOWN = 64  # elements per tensor up to which a message shows the values
 def context(case, length=None):
     """``L=2, W=4, bs=3, mode real-draft-token``: the call's sizes and the ``L`` its outputs
     are held to. ``length`` is that ``L`` (or a few words on why there is none); without it,
-    the kernel op's given length, or the documented draw from the case's seed, said as such
-    (a port checked at the semantic level may draw another)."""
-    said = _length_text(case) if length is None else f"L={length}" if isinstance(length, int) else f"L {length}"
+    what the case says of its own (``length_text``)."""
+    said = case.length_text() if length is None else f"L={length}" if isinstance(length, int) else f"L {length}"
     return f"{said}, W={case.max_len}, bs={case.bs}, mode {case.mode}"
-
-
-def _length_text(case):
-    if isinstance(case, KernelCase):
-        return f"L={case.num_accept_tokens}"
-    if isinstance(case, FunctionalCase):
-        return "L drawn by the implementation"
-    try:
-        return f"L={case.expected_length()} by the documented draw"
-    except (ValueError, TypeError, RuntimeError):  # a length or method the call must reject
-        return "L not drawn (the call must raise first)"
 
 
 def tensor_text(arg):

@@ -146,9 +146,7 @@ def run_one(prop, name, params, implementation, device, settings, seed, timeout,
 
 
 def _size(case):
-    from simacc.harness.cases import DflashCase
-
-    return f"bs={case.bs} {'B' if isinstance(case, DflashCase) else 'W'}={case.max_len}"
+    return f"bs={case.bs} {case.width_name}={case.max_len}"
 
 
 def _message(error):

@@ -23,6 +23,7 @@ class Program:
     steps: tuple
 
     is_program = True  # what a stateful property replays (Property.applies_to_case)
+    width_name = "W"  # what a size column calls ``max_len``, as for a case
 
     @property
     def mode(self):

@@ -12,7 +12,8 @@ foreign or hostile file is refused with one line naming the problem: only a regu
 read (a FIFO or a link to a device never blocks or streams), at most :data:`MAX_BYTES`; an
 integer of thousands of digits is refused before Python parses it; and a case that passes
 the schema but that no reference could run (a ``bs`` the shapes disagree with, a float
-index, ranges outside ``predict``) is *unusable*, since it would "still fail" forever.
+index, ranges outside ``predict``: its type's ``problem()``) is *unusable*, since it would
+"still fail" forever.
 The ``impl`` it names is only text here: whether to import it is the replayer's question.
 """
 
@@ -30,7 +31,7 @@ from pathlib import Path
 import torch
 
 from simacc.harness import contracts, devices, grad_modes
-from simacc.harness.cases import DTYPES, LAYOUTS, DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
+from simacc.harness.cases import DTYPES, LAYOUTS, TensorArg
 from simacc.harness.programs import Program
 
 SCHEMA = "simacc-repro/1"
@@ -49,8 +50,6 @@ _INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _ID = re.compile(r"[a-z0-9_]{1,200}")
 MAX_DIGITS = 40  # an integer literal longer than this is no field of a case (Python would refuse 4300)
-_INTEGERS = (torch.int32, torch.int64)
-_TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
 
 
 class ReproError(Exception):
@@ -321,133 +320,10 @@ def decode_case(obj):
                 raise ReproError(f"field {name!r} must be a string of at most 100 characters")
             values[name] = raw
     case = case_type(**values)
-    problem = _unrunnable(case)
+    problem = case.problem()
     if problem:
         raise ReproError(f"unusable case: {problem} (no reference could run it)")
     return case
-
-
-# -- what a reference can run ---------------------------------------------------------------
-
-
-def _unrunnable(case):
-    """Why the contract's reference could not run ``case`` (one line), or None. Every case a
-    strategy draws passes (``tests/test_repro.py`` draws them): tensors of the ranks, shapes
-    and dtypes the sizes say (CONTRACT.md §2), each request's accepted range inside the flat
-    buffer and apart from the others', a length the op accepts."""
-    checks = {EagleCase: _eagle_problem, DflashCase: _dflash_problem, KernelCase: _kernel_problem,
-              FunctionalCase: _functional_problem}
-    return _omitted_problem(case) or checks[type(case)](case)
-
-
-def _tensor_problem(case, name, shape, dtypes=_INTEGERS):
-    """``name`` must be a tensor of ``shape`` (``None``: any size there) and one of ``dtypes``."""
-    arg = getattr(case, name)
-    if arg is None:
-        return f"{name} is missing"
-    got = tuple(arg.values.shape)
-    if len(got) != len(shape) or any(want is not None and g != want for g, want in zip(got, shape)):
-        return f"{name} has shape {list(got)}, but should be {['*' if w is None else w for w in shape]}"
-    if arg.values.dtype not in dtypes:
-        return f"{name} is {str(arg.values.dtype).removeprefix('torch.')}, but should be one of " \
-               f"{[str(d).removeprefix('torch.') for d in dtypes]}"
-    return None
-
-
-def _first(*problems):
-    return next((p for p in problems if p), None)
-
-
-def _ranges_problem(index, width, buffer):
-    """Each row's accepted range, ``root + 0..width-1``, inside ``buffer`` slots and apart."""
-    roots = sorted(index.values[:, 0].tolist())
-    if roots and (roots[0] < 0 or roots[-1] + width > buffer):
-        return f"a root's range of {width} slots leaves the {buffer}-slot buffer"
-    if any(b - a < width for a, b in zip(roots, roots[1:])):
-        return f"two requests' ranges of {width} slots overlap"
-    return None
-
-
-def _chain_problem(case, names, bs, width, real, exact_width=False):
-    """The token tensors ``names``: both absent (fixed mode only) or ``(bs, D)`` token ids,
-    with ``D >= width`` in real mode."""
-    first, second = (getattr(case, n) for n in names)
-    if first is None and second is None and not real:
-        return None
-    problem = _first(_tensor_problem(case, names[0], (bs, None)),
-                     _tensor_problem(case, names[1], (bs, None)))
-    if problem:
-        return problem
-    if first.values.shape[1] != second.values.shape[1] or first.values.shape[1] < 1:
-        return f"{names[0]} and {names[1]} have different widths"
-    if real and exact_width is False and first.values.shape[1] < width:
-        return f"{names[0]} has {first.values.shape[1]} columns, fewer than the width {width} real mode needs"
-    return None
-
-
-def _eagle_problem(case):
-    width = case.spec_steps + 1
-    if case.spec_steps < 0 or case.bs < 0:
-        return "bs and spec_steps must be >= 0"
-    real = case.simulate_acc_token_mode == "real-draft-token"
-    return _first(_tensor_problem(case, "accept_index", (case.bs, width), (torch.int32,)),
-                  _tensor_problem(case, "predict", (None,)),
-                  _tensor_problem(case, "num_correct_drafts", (case.bs,)),
-                  _chain_problem(case, ("candidates", "target_predict"), case.bs, width, real),
-                  _ranges_problem(case.accept_index, width, case.predict.values.numel()))
-
-
-def _kernel_problem(case):
-    bs, width = case.accept_indices.values.shape[0], case.width
-    if not 1 <= case.num_accept_tokens <= width:
-        return f"num_accept_tokens={case.num_accept_tokens} is not in [1, width={width}]"
-    return _first(_tensor_problem(case, "accept_indices", (bs, width), (torch.int32,)),
-                  _tensor_problem(case, "predict_tokens", (None,)),
-                  _tensor_problem(case, "num_correct_drafts", (bs,)),
-                  _chain_problem(case, ("candidate_tokens", "target_tokens"), bs, width, case.real_tokens),
-                  _ranges_problem(case.accept_indices, width, case.predict_tokens.values.numel()))
-
-
-def _dflash_problem(case):
-    bs, block = case.out_tokens.values.shape if case.out_tokens.values.dim() == 2 else (-1, -1)
-    if block < 1:
-        return "out_tokens must be (bs, B) with B >= 1"
-    logits = case.next_token_logits
-    if case.simulate_acc_token_mode == "real-draft-token" and case.target_predict is None and logits is None:
-        return "real mode needs target_predict or next_token_logits"
-    return _first(_tensor_problem(case, "candidates", (bs, block)),
-                  case.target_predict is not None and _tensor_problem(case, "target_predict", (bs, block)),
-                  _tensor_problem(case, "accept_len", (bs,)),
-                  _tensor_problem(case, "commit_lens", (bs,)),
-                  _tensor_problem(case, "bonus", (bs,)),
-                  logits is not None
-                  and _tensor_problem(case, "next_token_logits", (bs * block, None), (torch.float32,)))
-
-
-def _functional_problem(case):
-    width = case.spec_steps + 1
-    bs = case.accept_index.values.shape[0] if case.accept_index.values.dim() else -1
-    if case.spec_steps < 0:
-        return "spec_steps must be >= 0"
-    if not 0 <= case.fixed_token_id < _TOKEN_MAX:
-        return f"fixed_token_id={case.fixed_token_id} does not fit int32"
-    real = case.simulate_acc_token_mode == "real-draft-token"  # too few columns is a case the contract rejects
-    return _first(_tensor_problem(case, "accept_index", (bs, width), (torch.int32,)),
-                  _tensor_problem(case, "predict", (None,)),
-                  _tensor_problem(case, "valid_mask", (bs,), (torch.bool,)),
-                  _chain_problem(case, ("candidates", "target_predict"), bs, width, real, exact_width=True),
-                  _ranges_problem(case.accept_index, width, case.predict.values.numel()))
-
-
-def _omitted_problem(case):
-    """``omitted`` must be a set of arguments some call style of the case's contracts can leave out."""
-    omitted = getattr(case, "omitted", ())
-    if not omitted:
-        return None
-    allowed = {("rng",)} if isinstance(case, FunctionalCase) else {
-        tuple(pattern) for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__
-        for patterns in c.omissions.values() for pattern in patterns}
-    return None if tuple(omitted) in allowed else f"no call style can leave out {list(omitted)}"
 
 
 def _scalar(value, what):
