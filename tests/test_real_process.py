@@ -66,9 +66,16 @@ def test_a_wrapper_written_outside_torch_is_still_a_modification(recorded):
     assert tamper.modified() == ["torch.manual_seed"] and torch.manual_seed is recorded
 
 
+# what a serving process's shape can upset: the protections around every call and import, grad
+# modes in processes of their own, state across calls, ranks (tests/test_zoo.py runs these entries
+# through the whole catalogue)
+SERVING = (ALIASES, "serving_loop_conforms_at_every_step", RANKS, COUNT, "index_rows_are_root_plus_range_then_minus_one",
+           "fixed_mode_is_byte_identical_to_legacy", "leaves_the_process_as_it_found_it", "regression")
+
+
 @pytest.mark.parametrize(("entry", "workers"), [("compiled_at_import", "0"), ("per_shape_work_buffer", "2")])
 def test_correct_code_of_a_serving_process_is_conformant(workdir, capsys, entry, workers):
-    code, out, err = check(capsys, zoo.CORRECT[entry].spec, "-n", workers)
+    code, out, err = check(capsys, zoo.CORRECT[entry].spec, "-n", workers, *(f"--property={p}" for p in SERVING))
     assert code == 0, out + err
     assert "CONFORMANT" in out and "modified the harness" not in out
     assert f"{ALIASES}[cpu-no_grad]" in err and f"{ALIASES}[cpu-inference]" in err  # each mode in its own session
