@@ -149,7 +149,7 @@ def pytest_run(project, *args, ci=False, python=sys.executable):
 
 def test_the_command_checks_a_correct_compiled_implementation_beside_the_hosts_own_tests(project):
     done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.compiled:generate", "--simacc-device=cpu", *FEW,
-                      "--simacc-property=ranks_*", "-n", "2")
+                      "--simacc-property=ranks_*", "-n", "0")  # one process that compiles (xdist: the next test)
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"simacc: implementation my_pkg.compiled:generate ({project / 'my_pkg' / 'compiled.py'}, version 1.2.3)" \
         in done.stdout
@@ -160,7 +160,7 @@ def test_the_command_checks_a_correct_compiled_implementation_beside_the_hosts_o
 
 def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_command(project):
     done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:counts_the_bonus", "--simacc-device=cpu",
-                      *FEW, "--junitxml=report.xml", "-n", "0", ci=True)
+                      *FEW, "--junitxml=report.xml", "-n", "2", ci=True)
     assert done.returncode == 1, done.stdout[-3000:]
     cases = ET.parse(project / "report.xml").getroot().iter("testcase")
     by_name = {(case.get("classname"), case.get("name")): case for case in cases}
