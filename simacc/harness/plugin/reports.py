@@ -1,0 +1,157 @@
+"""What a session reports of simacc's properties: each test's
+:class:`~simacc.harness.status.Status` and data in its report's ``user_properties`` (what the
+JUnit report, the event stream and ``simacc check`` read), the repro file of a failure, and
+the header that names what is checked.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from simacc.harness import grad_modes
+from simacc.harness import settings as opts
+from simacc.harness.plugin.collection import LISTED
+from simacc.harness.plugin.fixtures import NotRun, item_property, state
+from simacc.harness.status import Status
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    prop = item_property(item)
+    if prop is None:
+        return report
+    runner = getattr(item, "funcargs", {}).get("simacc")
+    if call.when == "setup":
+        report.user_properties += [("simacc_property", prop.id), ("simacc_device", item.callspec.params["simacc"]),
+                                   ("simacc_sections", prop.sections)]
+    if call.when == "call":
+        examples = getattr(runner, "examples", None)
+        if examples is not None:
+            report.user_properties.append(("simacc_examples", examples))
+        output = runner.output if runner is not None else ""
+        if output:
+            report.sections.append(("Captured output of the implementation (simacc)", output))
+        if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception) \
+                and getattr(runner, "last", None) is not None and not item.stash.get(LISTED, False):
+            _record(item, call, report, runner)
+        if call.excinfo is not None:
+            from simacc.harness import distributions
+
+            distributions.report(report, call.excinfo.value)  # observed against expected, for the reports
+    status = _status(item, call)
+    if status is not None:
+        item.stash[_STATUS] = status
+    if report.when == "teardown":
+        report.user_properties.append(("simacc_status", item.stash.get(_STATUS, Status.PASS).value))
+        if _NOT_RUN in item.stash:
+            report.user_properties.append(("simacc_not_run", item.stash[_NOT_RUN]))
+    return report
+
+
+_STATUS = pytest.StashKey[Status]()
+
+
+def _status(item, call):
+    """The test's status as of this phase (None: nothing new)."""
+    listed = item.stash.get(LISTED, False)
+    if call.excinfo is None:
+        return (Status.XPASS if listed else Status.PASS) if call.when == "call" else None
+    if call.excinfo.errisinstance(NotRun):
+        item.stash[_NOT_RUN] = str(call.excinfo.value)
+        return Status.NOT_RUN
+    if call.excinfo.errisinstance(pytest.skip.Exception):
+        return Status.SKIPPED
+    if call.excinfo.errisinstance(pytest.xfail.Exception):
+        return Status.XFAIL
+    if listed and call.when == "call":
+        return Status.XFAIL
+    from simacc.harness.runner import ImplementationHung
+
+    return Status.HUNG if call.excinfo.errisinstance(ImplementationHung) else Status.FAIL
+
+
+_NOT_RUN = pytest.StashKey[str]()
+
+
+def _record(item, call, report, runner):
+    from simacc.harness import recording
+    from simacc.harness import repro_files as reprofile
+
+    prop = item_property(item)
+    pid, module = prop.id, prop.module
+    if prop.id == "regression":  # a corpus case names its own property
+        try:
+            record = reprofile.load(item.callspec.params["regression"])
+        except reprofile.ReproError:
+            return
+        pid, module = record.property, record.module
+    elif not prop.replayable:
+        return  # not a property over one case: nothing a file could replay
+    st = state(item.config)
+    recording.record(report, call.excinfo, runner, pid, module, st.settings.repro_dir, item.config.invocation_params.dir)
+
+
+def pytest_report_header(config):
+    st = state(config)
+    chosen = st.settings
+    if chosen.impl is None:
+        return None
+    if chosen.references:
+        under_test = "each property's own contract's reference (simacc_impl = references)"
+    else:
+        where, version = _locate(chosen.impl)
+        under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
+    from simacc.harness import profiles
+
+    seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
+    seed = seed if seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
+    lines = [
+        f"simacc: implementation {under_test}",
+        f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
+        "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
+                                                        config.invocation_params.dir),
+        f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}"
+        + (" (--simacc-run-context runs another; simacc check runs each)" if len(chosen.contexts) > 1 else ""),
+    ]
+    variables = opts.in_effect()
+    if variables:
+        lines.append("simacc: " + " ".join(f"{k}={v}" for k, v in variables.items()))
+    return lines
+
+
+def _locate(spec):
+    """``(file, version)`` of an IMPL, found without running any of its code: the version from
+    the installed distribution's metadata, else a literal ``__version__`` in the package."""
+    import ast
+    from importlib import metadata
+
+    where, _, _ = spec.rpartition(":")
+    if where.endswith(".py") or "/" in where:
+        return str(Path(where).resolve()), ""
+    from importlib.machinery import PathFinder
+
+    parts, path, found, top = where.split("."), None, None, None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])  # each finder asked as an import would, nothing executed
+        found = next(filter(None, (getattr(f, "find_spec", lambda *a: None)(name, path) for f in sys.meta_path)), None)
+        if found is None and path is None:  # loading looks in the working directory last (impl.py)
+            found = PathFinder.find_spec(name, [os.getcwd()])
+        if found is None:
+            return f"module {where}, not found", ""
+        top = top or found
+        path = found.submodule_search_locations
+    names = metadata.packages_distributions().get(parts[0], [])
+    if names:
+        return found.origin or where, metadata.version(names[0])
+    try:
+        tree = ast.parse(Path(top.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, TypeError, ValueError):
+        return found.origin or where, ""
+    version = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)), "")
+    return found.origin or where, version
