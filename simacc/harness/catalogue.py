@@ -204,8 +204,10 @@ class Property:
         the property and its parameters, and the implementation under test by name,
         contract and level on a kind of device. Never a path: a file IMPL is named by its
         file's name, so runners with different checkouts share one key."""
+        from simacc.harness.impl import parse
+
         impl = runner.impl
-        where, _, attribute = impl.spec.rpartition(":")
+        where, attribute, _ = parse(impl.spec)
         name = where.replace("\\", "/").rpartition("/")[2] + ":" + attribute
         kind = str(runner.device).split(":")[0]
         return repr((self.id, sorted((k, repr(v)) for k, v in params.items()), name, impl.contract, impl.level,

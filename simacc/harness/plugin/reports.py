@@ -4,10 +4,6 @@ JUnit report, the event stream and ``simacc check`` read), the repro file of a f
 the header that names what is checked.
 """
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
 from simacc.harness import grad_modes
@@ -102,7 +98,12 @@ def pytest_report_header(config):
     if chosen.references:
         under_test = "each property's own contract's reference (simacc_impl = references)"
     else:
-        where, version = _locate(chosen.impl)
+        from simacc.harness import impl
+
+        try:
+            where, version = impl.locate(chosen.impl)
+        except impl.ImplError as e:
+            where, version = str(e), ""
         under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
     from simacc.harness import profiles
 
@@ -121,37 +122,3 @@ def pytest_report_header(config):
     if variables:
         lines.append("simacc: " + " ".join(f"{k}={v}" for k, v in variables.items()))
     return lines
-
-
-def _locate(spec):
-    """``(file, version)`` of an IMPL, found without running any of its code: the version from
-    the installed distribution's metadata, else a literal ``__version__`` in the package."""
-    import ast
-    from importlib import metadata
-
-    where, _, _ = spec.rpartition(":")
-    if where.endswith(".py") or "/" in where:
-        return str(Path(where).resolve()), ""
-    from importlib.machinery import PathFinder
-
-    parts, path, found, top = where.split("."), None, None, None
-    for i in range(len(parts)):
-        name = ".".join(parts[: i + 1])  # each finder asked as an import would, nothing executed
-        found = next(filter(None, (getattr(f, "find_spec", lambda *a: None)(name, path) for f in sys.meta_path)), None)
-        if found is None and path is None:  # loading looks in the working directory last (impl.py)
-            found = PathFinder.find_spec(name, [os.getcwd()])
-        if found is None:
-            return f"module {where}, not found", ""
-        top = top or found
-        path = found.submodule_search_locations
-    names = metadata.packages_distributions().get(parts[0], [])
-    if names:
-        return found.origin or where, metadata.version(names[0])
-    try:
-        tree = ast.parse(Path(top.origin).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, TypeError, ValueError):
-        return found.origin or where, ""
-    version = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                    and any(getattr(t, "id", None) == "__version__" for t in node.targets)
-                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)), "")
-    return found.origin or where, version
