@@ -119,7 +119,7 @@ def pytest_collection_modifyitems(session, config, items):
     if st.deselected:
         stream.emit(st.stream, "not_applicable", items=st.deselected)
     _mark_xfails(config, [item for item in items if item in keep])
-    first = [item for item in items if item in keep and item_property(item).id == "regression"]
+    first = [item for item in items if item in keep and item_property(item).first]
     items[:] = first + [item for item in items if item not in first]  # known failures before random ones
 
 

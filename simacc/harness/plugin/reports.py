@@ -9,7 +9,7 @@ import pytest
 from simacc.harness import grad_modes
 from simacc.harness import settings as opts
 from simacc.harness.plugin.collection import LISTED
-from simacc.harness.plugin.fixtures import NotRun, item_property, state
+from simacc.harness.plugin.fixtures import NotRun, item_params, item_property, state
 from simacc.harness.status import Status
 
 
@@ -73,21 +73,15 @@ _NOT_RUN = pytest.StashKey[str]()
 
 
 def _record(item, call, report, runner):
+    """Write the repro file of the failure ``call`` raised, under the property its record
+    names (none for a failure no file could replay)."""
     from simacc.harness import recording
-    from simacc.harness import repro_files as reprofile
 
-    prop = item_property(item)
-    pid, module = prop.id, prop.module
-    if prop.id == "regression":  # a corpus case names its own property
-        try:
-            record = reprofile.load(item.callspec.params["regression"])
-        except reprofile.ReproError:
-            return
-        pid, module = record.property, record.module
-    elif not prop.replayable:
-        return  # not a property over one case: nothing a file could replay
+    named = item_property(item).recorded_property(item_params(item))
+    if named is None:
+        return
     st = state(item.config)
-    recording.record(report, call.excinfo, runner, pid, module, st.settings.repro_dir, item.config.invocation_params.dir)
+    recording.record(report, call.excinfo, runner, *named, st.settings.repro_dir, item.config.invocation_params.dir)
 
 
 def pytest_report_header(config):
