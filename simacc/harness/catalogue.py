@@ -34,6 +34,22 @@ from simacc.harness import contracts, devices
 STEPS = 15  # steps of a serving program at most (Hypothesis's stateful_step_count)
 PROGRAM_SHARE = 10  # a stateful property runs one program for this many examples of the profile
 MIN_PROGRAMS = 10
+_JUDGES = []  # modules above the harness whose code judges an implementation too (judged_with)
+
+
+def judged_with(*modules):
+    """Name modules above the harness whose code judges an implementation too (a catalogue's
+    oracles, the strategies its cases come from). :func:`simacc.harness.tamper.baseline`
+    imports and records them with the harness's own before the first implementation is
+    imported, so that no implementation is the first to import, and so patch, them. A
+    catalogue names them as its package is imported, which whatever runs its properties
+    does before it loads an implementation."""
+    _JUDGES.extend(modules)
+
+
+def judges():
+    """The modules :func:`judged_with` named, in order."""
+    return tuple(_JUDGES)
 
 
 @dataclass(frozen=True, eq=False)
