@@ -1,7 +1,8 @@
 """What a session reports of simacc's properties: each test's
 :class:`~simacc.harness.status.Status` and data in its report's ``user_properties`` (what the
 JUnit report, the event stream and ``simacc check`` read), the repro file of a failure, and
-the header that names what is checked.
+the header that names what is checked. A test's status is decided here, once, so that the
+terminal, a JUnit report and a command's verdict cannot disagree about it.
 """
 
 import pytest
