@@ -38,6 +38,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection(session):
     if session.config.pluginmanager.has_plugin("dsession"):
         return  # pytest-xdist's controller: its workers collect and run the tests
+    import simacc.properties  # noqa: F401 - names what the catalogue judges with, for the record below
     from simacc.harness import fresh, tamper
 
     tamper.baseline()

@@ -9,9 +9,10 @@ Installed, this folder is ``simacc.properties``: run it with
 import importlib
 import pkgutil
 
-from simacc.harness.catalogue import property_of
+from simacc.harness.catalogue import judged_with, property_of
 
 REGRESSIONS = "test_regressions"  # the corpus replay: it runs first
+judged_with(f"{__name__}.support", "simacc.strategies")  # the oracles and the cases' strategies judge too
 
 
 def modules():

@@ -43,7 +43,17 @@ def case_contracts(regression):
     return tuple(c for c in (record.contract, *others) if prop.applies_to_case(c, record.case))
 
 
-@claim(*contracts.NAMES, contracts_of=case_contracts, params=corpus)
+def found_by(regression):
+    """``(id, module)`` of the property the case in ``regression`` was found by: a failure to
+    replay it is recorded as that property's (None for an unusable file: nothing to record)."""
+    try:
+        record = reprofile.load(regression)
+    except reprofile.ReproError:
+        return None
+    return record.property, record.module
+
+
+@claim(*contracts.NAMES, contracts_of=case_contracts, params=corpus, first=True, recorded_as=found_by)
 def test_regression(simacc, regression):
     """Every promoted regression case passes the property it was found by, before any random case."""
     try:

@@ -1,4 +1,4 @@
-"""Fixtures of simacc's self-tests (not shipped: the plugin's one fixture is ``simacc``)."""
+"""Fixtures of simacc's self-tests (not shipped: the plugin's fixtures are ``simacc`` and ``simacc_context``)."""
 
 import signal
 

@@ -28,9 +28,10 @@ from hypothesis.internal.reflection import function_digest
 from rare_mutant import KILLER, SPEC
 from simacc import properties
 from simacc.harness import impl as impls
-from simacc.harness import plugin, profiles
+from simacc.harness import profiles
 from simacc.harness import repro_files as reprofile
 from simacc.harness import settings as opts
+from simacc.harness.plugin import fixtures, reports
 from simacc.harness.runner import Runner
 
 
@@ -115,9 +116,9 @@ def test_ci_with_a_database_runs_a_fixed_seed_since_hypothesis_forbids_derandomi
 def test_the_header_names_the_database(tmp_path):
     def header(**given):
         chosen = opts.resolve({"impl": "simacc:generate_simulated_accept_index", **given}, environ={}, root=tmp_path)
-        config = types.SimpleNamespace(stash={plugin._SESSION: plugin._Session(chosen, None)},
+        config = types.SimpleNamespace(stash={fixtures.STATE: fixtures.State(chosen, None)},
                                        invocation_params=types.SimpleNamespace(dir=tmp_path))
-        return [line for line in plugin.pytest_report_header(config) if "database" in line]
+        return [line for line in reports.pytest_report_header(config) if "database" in line]
 
     assert header() == ["simacc: example database .hypothesis/examples (profile default's)"]
     assert header(profile="ci") == ["simacc: example database none (profile ci keeps none)"]

@@ -203,6 +203,17 @@ def commands(folder):
             if line.startswith("    ") or "- run:" in line]
 
 
+def test_importing_the_plugin_and_each_of_its_parts_imports_no_torch():
+    """What the README promises: a session that collects none of simacc's properties pays nothing
+    for simacc (torch is seconds of import); the entry module names its parts."""
+    code = ("import importlib, sys; import simacc.harness.plugin as plugin; "
+            "[importlib.import_module(name) for name in plugin.pytest_plugins]; "
+            "print(len(plugin.pytest_plugins), sorted(m for m in sys.modules if m.partition('.')[0] == 'torch'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    parts, torch = done.stdout.split(" ", 1)
+    assert int(parts) > 0 and torch.strip() == "[]", done.stdout
+
+
 def test_the_docs_install_simacc_as_the_slow_test_does_never_from_a_package_index():
     lines = commands(REPO)
     assert all(any(line.strip().startswith(step) for line in lines) for step in INSTALL), INSTALL

@@ -87,6 +87,7 @@ def small_case():
     ("rebinds_the_fixed_id", "simacc.contract.reference.FIXED_TOKEN_ID"),
     ("silences_the_assertions", "simacc.harness.assertions.check"),
     ("calls_the_reference_instead", "simacc.harness.impl.Implementation.call"),
+    ("silences_the_distribution_check", "simacc.properties.support.check_distribution"),
 ])
 def test_an_implementation_that_modifies_the_harness_at_import_fails_every_property_and_is_put_back(workdir, name,
                                                                                                    changed):
@@ -95,6 +96,17 @@ def test_an_implementation_that_modifies_the_harness_at_import_fails_every_prope
     assert {s for s, _ in got.values()} == {Status.FAIL}, got
     assert all("modified the harness when" in m and changed in m for _, m in got.values()), got
     assert (torch.equal, impl.Implementation.call) == before and not tamper.modified()
+
+
+def test_an_implementation_is_never_the_first_to_import_what_the_catalogue_judges_with(workdir):
+    """In a process that has imported the catalogue's package and none of its oracles (as a fresh
+    grad mode's process has), an implementation that imports them to patch them is caught: the
+    catalogue named them (``catalogue.judged_with``), so the harness imported and recorded them first."""
+    code = ("import sys; from simacc import properties; from simacc.harness import impl; "
+            "assert 'simacc.properties.support' not in sys.modules; "
+            f"print(impl.load({spec('silences_the_distribution_check')!r}).modified_at_import)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "simacc.properties.support.check_distribution" in done.stdout, done.stdout + done.stderr
 
 
 def test_patching_torch_equal_during_a_call_fails_that_property_and_is_put_back(workdir):

@@ -4,6 +4,7 @@ from the signature, and calling it in that signature's style."""
 import inspect
 import sys
 import textwrap
+from importlib import metadata
 
 import pytest
 
@@ -164,3 +165,17 @@ def test_a_module_in_the_current_folder_loads_by_module_name(isolated):
     write(isolated, "simacc_selftest_local.py", f"class Kernels:\n    @staticmethod\n    def run({EAGLE}):\n        pass\n")
     loaded = impl.load("simacc_selftest_local:Kernels.run")
     assert loaded.contract == "eagle"
+
+
+def test_the_version_is_the_modules_own_else_its_packages_else_its_installed_distributions(isolated):
+    """One rule, read without running any code: the header prints it before anything is imported."""
+    (isolated / "simacc_selftest_versioned").mkdir()
+    write(isolated, "simacc_selftest_versioned/__init__.py", '__version__ = "2.0"\n')
+    write(isolated, "simacc_selftest_versioned/own.py", '__version__ = "2.1"\n')
+    write(isolated, "simacc_selftest_versioned/plain.py", "")
+    assert impl.locate("simacc_selftest_versioned.own:f") == (str(isolated / "simacc_selftest_versioned/own.py"), "2.1")
+    assert impl.locate("simacc_selftest_versioned.plain:f")[1] == "2.0"
+    assert "simacc_selftest_versioned" not in sys.modules
+    # hypothesis imports its __version__ from a module of its own: no literal, so its distribution's
+    assert impl.locate("hypothesis.strategies:integers")[1] == metadata.version("hypothesis")
+    assert impl.locate("simacc_selftest_missing.module:f") == ("module simacc_selftest_missing.module, not found", "")

@@ -11,10 +11,8 @@ session up to its collection, and prints the properties that apply with their cl
 import argparse
 import difflib
 import json
-import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from simacc.commands.exits import Exit, SessionError
 from simacc.commands.progress import Progress
 from simacc.harness import catalogue, grad_modes, session
 from simacc.harness import settings as opts
+from simacc.harness.atomic import write_atomically
 from simacc.harness.status import Status
 
 OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "max_examples", "seed", "timeout",
@@ -117,20 +116,6 @@ def run(args):
         print("simacc check: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
     return result.exit_code
-
-
-def write_atomically(path, text):
-    """Write ``text`` to ``path`` through a temporary file beside it and a rename, so a reader
-    never sees half a file and an error leaves nothing behind."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_json(result, path):

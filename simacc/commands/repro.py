@@ -364,7 +364,8 @@ def promote(record, prop, corpus, timeout):
     fails it too. Normalised: the file names the reference and cpu (a plain replay of it
     passes), and its message says what it caught."""
     from simacc.harness import impl as impls
-    from simacc.harness.repro_files import MAX_MESSAGE, dumps, write_atomically
+    from simacc.harness.atomic import write_atomically
+    from simacc.harness.repro_files import MAX_MESSAGE, dumps
     from simacc.harness.runner import Runner
 
     reference = impls.reference(record.contract, record.level)

@@ -34,6 +34,22 @@ from simacc.harness import contracts, devices
 STEPS = 15  # steps of a serving program at most (Hypothesis's stateful_step_count)
 PROGRAM_SHARE = 10  # a stateful property runs one program for this many examples of the profile
 MIN_PROGRAMS = 10
+_JUDGES = []  # modules above the harness whose code judges an implementation too (judged_with)
+
+
+def judged_with(*modules):
+    """Name modules above the harness whose code judges an implementation too (a catalogue's
+    oracles, the strategies its cases come from). :func:`simacc.harness.tamper.baseline`
+    imports and records them with the harness's own before the first implementation is
+    imported, so that no implementation is the first to import, and so patch, them. A
+    catalogue names them as its package is imported, which whatever runs its properties
+    does before it loads an implementation."""
+    _JUDGES.extend(modules)
+
+
+def judges():
+    """The modules :func:`judged_with` named, in order."""
+    return tuple(_JUDGES)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,7 +62,10 @@ class Property:
     (:mod:`simacc.harness.grad_modes`). ``machine``: a stateful property, whose body returns
     a state machine (see the module). ``test`` is the function pytest collects.
     ``applies_when``, given one parametrization's arguments, says why it does not apply to
-    them (a setting it needs was not given), or None."""
+    them (a setting it needs was not given), or None. ``first``: it runs before every other
+    property of a session (known failures before random ones). ``recorded_as``, given one
+    parametrization's arguments, names the property a repro file of its failure replays (see
+    :meth:`recorded_property`)."""
 
     id: str
     module: str
@@ -62,6 +81,8 @@ class Property:
     machine: bool = False
     test: object = None
     applies_when: object = None
+    first: bool = False
+    recorded_as: object = None
 
     @property
     def summary(self):
@@ -88,6 +109,15 @@ class Property:
         """Whether a repro file replays it: its one drawn argument is ``case`` (or it is
         stateful: the file holds a program), without parameters."""
         return (set(self.given) == {"case"} or self.machine) and not self.parametrizations()[0][1]
+
+    def recorded_property(self, params):
+        """``(id, module)`` of the property a repro file of a failure with ``params`` (one
+        parametrization's arguments) names: its own when it is :attr:`replayable`, what its
+        ``recorded_as`` says when it has one (a corpus case: the property that found it); None
+        when no file could replay the failure."""
+        if self.recorded_as is not None:
+            return self.recorded_as(**params)
+        return (self.id, self.module) if self.replayable else None
 
     def contexts(self, selected):
         """The grad modes it runs in, of those ``selected`` (in order): each, or the first."""
@@ -204,8 +234,10 @@ class Property:
         the property and its parameters, and the implementation under test by name,
         contract and level on a kind of device. Never a path: a file IMPL is named by its
         file's name, so runners with different checkouts share one key."""
+        from simacc.harness.impl import parse
+
         impl = runner.impl
-        where, _, attribute = impl.spec.rpartition(":")
+        where, attribute, _ = parse(impl.spec)
         name = where.replace("\\", "/").rpartition("/")[2] + ":" + attribute
         kind = str(runner.device).split(":")[0]
         return repr((self.id, sorted((k, repr(v)) for k, v in params.items()), name, impl.contract, impl.level,
@@ -298,16 +330,17 @@ class Property:
 
 
 def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,
-          across_contexts=False, machine=False, applies_when=None, **given):
+          across_contexts=False, machine=False, applies_when=None, first=False, recorded_as=None, **given):
     """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``.
 
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
     function takes ``simacc`` and those, plus any ``pytest.mark.parametrize`` arguments
     (marks go above this decorator) or those of ``params``, a function of the session's
     :class:`~simacc.harness.settings.Settings` (None outside a session) returning
-    ``{name: [values]}``: a parametrization that depends on the session. ``across_contexts``
-    and ``machine`` are :class:`Property`'s. pytest collects a function of ``simacc`` and the
-    parameters, which runs the property through its record (``test.simacc_property``).
+    ``{name: [values]}``: a parametrization that depends on the session. ``across_contexts``,
+    ``machine``, ``applies_when``, ``first`` and ``recorded_as`` are :class:`Property`'s.
+    pytest collects a function of ``simacc`` and the parameters, which runs the property
+    through its record (``test.simacc_property``).
     """
     unknown = set(applies_to) - set(contracts.NAMES)
     if not applies_to or unknown:
@@ -331,7 +364,7 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
         )
         prop = Property(body.__name__.removeprefix("test_"), body.__module__, body, dict(given), tuple(applies_to),
                         tuple(levels), across_devices, needs, contracts_of, params, across_contexts, machine, test,
-                        applies_when)
+                        applies_when, first, recorded_as)
         test.simacc_property = prop
         return test
 

@@ -4,8 +4,8 @@ printed the way Hypothesis prints a falsifying example, with the values of every
 enough to read (:data:`MAX_SHOWN` elements) and a summary of the others.
 
 The role of the element that differs (draft ``j``, the bonus, untouched, padding) depends on
-the output, so the properties' oracles name it (``simacc.properties.support``); this module
-only puts it into the message.
+the output, so the property that compares it names it (the catalogue's oracles, above the
+harness); this module only puts it into the message.
 """
 
 import dataclasses

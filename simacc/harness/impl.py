@@ -1,17 +1,22 @@
 """The implementation under test: loading it from an ``IMPL`` string, inferring which
 contract its signature follows, and calling it the same way whatever that signature is.
 
-``IMPL`` is ``package.module:attribute`` or ``path/to/file.py:attribute``. Every problem
-with it is an :class:`ImplError` whose message is one line, raised before any test runs.
+``IMPL`` is ``package.module:attribute`` or ``path/to/file.py:attribute`` (:func:`parse`, the
+one reader of it). Every problem with it is an :class:`ImplError` whose message is one line,
+raised before any test runs. Its file and version are found without running any of its code
+(:func:`locate`), so a session's header names them before anything is imported.
 """
 
+import ast
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from simacc.harness import contracts
 
@@ -43,7 +48,6 @@ class Implementation:
     contract: str
     style: str
     source: str = ""
-    version: str = ""
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
     level: str = "exact"  # "semantic" for ports that draw L their own way (CONTRACT.md §9)
     fixed_token_id: int = DEFAULT_FIXED_TOKEN_ID
@@ -54,6 +58,11 @@ class Implementation:
     def record(self):
         """The :class:`~simacc.harness.contracts.Contract` it follows."""
         return contracts.CONTRACTS[self.contract]
+
+    @property
+    def version(self):
+        """Its version, as the header finds it (:func:`locate`)."""
+        return locate(self.spec)[1]
 
     @property
     def is_reference(self):
@@ -99,7 +108,7 @@ def _on_path(folder):
         sys.path.append(str(folder))
 
 
-def _import_file(spec, where):
+def _import_file(spec, where, attr):
     path = Path(where).resolve()
     if not path.is_file():
         raise ImplError(f"IMPL {spec!r}: no such file {where}")
@@ -112,11 +121,11 @@ def _import_file(spec, where):
         loader_spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:
         del sys.modules[name]
-        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}{_dotted_hint(e, path, spec)}") from e
+        raise ImplError(f"IMPL {spec!r}: importing {where} raised {_one_line(e)}{_dotted_hint(e, path, attr)}") from e
     return module, str(path)
 
 
-def _dotted_hint(error, path, spec):
+def _dotted_hint(error, path, attr):
     """For a file inside a package that imports relatively: the dotted form that works."""
     if not (isinstance(error, ImportError) and "relative import" in str(error)):
         return ""
@@ -126,7 +135,7 @@ def _dotted_hint(error, path, spec):
         folder = folder.parent
     if len(parts) == 1:
         return ""
-    dotted = f"{'.'.join(parts)}:{spec.rpartition(':')[2]}"
+    dotted = f"{'.'.join(parts)}:{attr}"
     where = "" if folder == Path.cwd().resolve() else f" from {folder}"
     return f"; {path.name} lies in package {parts[0]!r}: try IMPL {dotted!r}{where}"
 
@@ -149,16 +158,77 @@ def _import_module(spec, where):
     return module, getattr(module, "__file__", "") or ""
 
 
-def _import_target(spec):
-    where, colon, attr = spec.rpartition(":")
+class Name(NamedTuple):
+    """An ``IMPL`` string's parts: ``where`` is a module's dotted name or a file's path (``is_file``
+    says which), ``attribute`` the dotted path of the callable in it."""
+
+    where: str
+    attribute: str
+    is_file: bool
+
+
+def parse(spec):
+    """The :class:`Name` ``spec`` spells; :class:`ImplError` when it spells none."""
+    where, colon, attribute = spec.rpartition(":")
     if not colon:
         raise ImplError(
             f"IMPL {spec!r} must be 'package.module:attribute' or 'path/to/file.py:attribute'"
         )
-    if not where or not attr:
+    if not where or not attribute:
         raise ImplError(f"IMPL {spec!r} has an empty module or attribute part")
-    is_file = where.endswith(".py") or "/" in where or "\\" in where
-    module, source = (_import_file if is_file else _import_module)(spec, where)
+    return Name(where, attribute, where.endswith(".py") or "/" in where or "\\" in where)
+
+
+def locate(spec):
+    """``(file, version)`` of the implementation ``spec`` names, found without running any of its
+    code (``file`` says so when its module is not found). The version is the one its code
+    declares, read from the files that would run: a literal ``__version__`` in its module, else
+    in its top-level package; else that of the installed distribution holding the package. A
+    checkout on the path or an editable install so reports the version it holds now, not the
+    one recorded when it was installed, and the distributions are searched only when needed."""
+    where, _, is_file = parse(spec)
+    if is_file:
+        path = Path(where).resolve()
+        return str(path), _declared_version(path)
+    from importlib.machinery import PathFinder
+
+    parts, path, found, top = where.split("."), None, None, None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])  # each finder asked as an import would, nothing executed
+        found = next(filter(None, (getattr(f, "find_spec", lambda *a: None)(name, path) for f in sys.meta_path)), None)
+        if found is None and path is None:  # loading looks in the working directory last (_import_module)
+            found = PathFinder.find_spec(name, [os.getcwd()])
+        if found is None:
+            return f"module {where}, not found", ""
+        top = top or found
+        path = found.submodule_search_locations
+    version = _declared_version(found.origin) or _declared_version(top.origin) or _installed_version(parts[0])
+    return found.origin or where, version
+
+
+def _declared_version(path):
+    """The string a Python file assigns to ``__version__`` at its top level, or ""."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, TypeError, ValueError):
+        return ""
+    return next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)), "")
+
+
+def _installed_version(package):
+    """The version of the installed distribution that holds the top-level ``package``, or ""."""
+    from importlib import metadata
+
+    names = metadata.packages_distributions().get(package, [])
+    return metadata.version(names[0]) if names else ""
+
+
+def _import_target(spec):
+    """``(callable, its module's file)`` of ``spec``, imported."""
+    where, attr, is_file = parse(spec)
+    module, source = _import_file(spec, where, attr) if is_file else _import_module(spec, where)
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -166,9 +236,7 @@ def _import_target(spec):
         obj = getattr(obj, part)
     if not callable(obj):
         raise ImplError(f"IMPL {spec!r}: {attr!r} is {_a(type(obj).__name__)}, not callable")
-    package = None if is_file else sys.modules.get(where.split(".")[0])
-    version = getattr(module, "__version__", "") or getattr(package, "__version__", "")
-    return obj, source, str(version)
+    return obj, source
 
 
 def _parameters(fn):
@@ -248,7 +316,7 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
     if level not in contracts.LEVELS:
         raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
-    (fn, source, version), changed, modified = _guarded_import(spec)
+    (fn, source), changed, modified = _guarded_import(spec)
     try:
         chosen, style = infer_style(fn, contract)
     except ImplError as e:
@@ -259,7 +327,7 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         from simacc.contract import caller
 
         fixed_token_id = caller.DEFAULT_TOKEN_ID
-    return Implementation(spec, fn, chosen, style, source, version, how, level, fixed_token_id, changed, modified)
+    return Implementation(spec, fn, chosen, style, source, how, level, fixed_token_id, changed, modified)
 
 
 def _guarded_import(spec):

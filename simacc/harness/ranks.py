@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from simacc.harness import fresh, watch
+from simacc.harness.impl import parse
 
 RANKS = 2
 _RUNNER = {}  # in a rank: the Runner of the implementation it serves
@@ -89,8 +90,8 @@ def _modules(impl):
     """The modules a rank must import anew: the one ``impl.spec`` names and the function's own.
     (A copy made after they were imported would share their state from import on, so ranks of
     such an implementation are new interpreters; simacc's own references keep no state.)"""
-    where = impl.spec.rpartition(":")[0]
-    dotted = () if where.endswith(".py") or "/" in where or "\\" in where else (where,)
+    where, _, is_file = parse(impl.spec)
+    dotted = () if is_file else (where,)
     return (*dotted, getattr(impl.fn, "__module__", None))
 
 

@@ -24,13 +24,13 @@ import math
 import os
 import re
 import stat
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from simacc.harness import contracts, devices, grad_modes
+from simacc.harness.atomic import write_atomically
 from simacc.harness.cases import DTYPES, LAYOUTS, TensorArg
 from simacc.harness.programs import Program
 
@@ -152,21 +152,6 @@ def dumps(record):
         "context": record.context,
     }
     return _render([(k, json.dumps(v)) for k, v in top.items()] + [body], 0) + "\n"
-
-
-def write_atomically(path, text):
-    """Write ``text`` to ``path`` through a temporary file in the same folder, synced, then
-    renamed over ``path``: a reader (or a crash) never sees half a file, and of two writers
-    of one path the last rename wins whole. The temporary name is hidden and never ``*.json``."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def file_name(record):

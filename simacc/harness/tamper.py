@@ -42,11 +42,11 @@ _AS_SUBCLASS = torch._C.TensorBase.as_subclass  # a method of an immutable type:
 _NO_SUBCLASS_FUNCTIONS = torch._C.DisableTorchFunctionSubclass
 _QUICK_MODULES = ("simacc.harness.assertions",)  # with torch's: what a property compares an outcome with
 _MISSING = object()
-# imported before the record is taken, so that an implementation cannot be the first to import
-# (and patch) what judges it; named, not imported here: the harness sits below the catalogue
+# imported before the record is taken, with what the layers above name (catalogue.judged_with),
+# so that an implementation cannot be the first to import (and patch) what judges it
 RELIED_ON = ("simacc.contract.reference", "simacc.contract.sampling", "simacc.contract.validation",
              "simacc.contract.caller", "simacc.harness.assertions", "simacc.harness.cases", "simacc.harness.catalogue",
-             "simacc.harness.impl", "simacc.harness.runner", "simacc.properties.support", "simacc.strategies")
+             "simacc.harness.impl", "simacc.harness.runner")
 
 
 def _not_harness(name):
@@ -147,14 +147,16 @@ def _adopt(owner, key, value):
 def baseline():
     """Record what the harness relies on, once per process (before the first import of an
     implementation; later imports are checked against the same record): the modules of
-    :data:`RELIED_ON` and whatever else of simacc's is imported by then."""
+    :data:`RELIED_ON`, those the layers above name (:func:`~simacc.harness.catalogue.judged_with`)
+    and whatever else of simacc's is imported by then."""
     if _RECORD.full:
         return
     import importlib
 
     import simacc
+    from simacc.harness import catalogue
 
-    for name in RELIED_ON:
+    for name in (*RELIED_ON, *catalogue.judges()):
         importlib.import_module(name)
     for name in simacc.__all__:  # resolved now, so that a name set before the harness asks is a change
         getattr(simacc, name)

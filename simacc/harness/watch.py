@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from simacc.harness.atomic import write_atomically
+
 HANG_BUDGET = 2  # calls past the time limit in a session before the rest is not run
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process
 INTERRUPTED_GRACE = 2.0  # seconds an interrupted call has to stop (unwinding takes microseconds)
@@ -213,10 +215,7 @@ def _summary(kind, text):
 
 def report_result(prefix_, code):
     """Record the exit code a supervised command reached (written last, whole)."""
-    tmp = f"{prefix_}.result.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(str(int(code)))
-    os.replace(tmp, f"{prefix_}.result")
+    write_atomically(f"{prefix_}.result", str(int(code)))
 
 
 def reported_result(prefix_):

@@ -1,0 +1,172 @@
+"""Which of simacc's properties a session runs, and as which tests: its property modules
+collected by package name, each property parametrized by device (and grad mode), what does
+not apply to the implementation deselected with the reason, and the xfails file's entries
+marked. Every decision about a test before it runs is here.
+"""
+
+import importlib
+
+import pytest
+
+from simacc.harness import settings as opts
+from simacc.harness import stream
+from simacc.harness.plugin import properties_dir
+from simacc.harness.plugin.fixtures import NO_IMPL, implementation_of, item_params, item_property, load, state
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path, parent):
+    """simacc's properties folder is a plain directory to pytest: its modules are imported
+    by package name (below), never as a top-level ``properties`` package of the rootdir."""
+    if path.resolve() == properties_dir():
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+class PropertyModule(pytest.Module):
+    """A module of ``simacc.properties``, imported by that name wherever its file lies."""
+
+    def _getobj(self):
+        return importlib.import_module(f"simacc.properties.{self.path.stem}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if module_path.resolve().parent != properties_dir() or not module_path.name.startswith("test_"):
+        return None
+    nodeid = None
+    try:
+        module_path.resolve().relative_to(parent.config.rootpath.resolve())
+    except ValueError:  # outside the rootdir: the node id names the package, not the file's folder
+        nodeid = f"simacc/properties/{module_path.name}"
+    return PropertyModule.from_parent(parent, path=module_path, nodeid=nodeid)
+
+
+def is_ours(nodeid, config):
+    """Whether the test ``nodeid`` is one of simacc's properties."""
+    path = nodeid.split("::")[0]
+    return path.startswith("simacc/properties/") or (config.rootpath / path).resolve().parent == properties_dir()
+
+
+@pytest.hookimpl(trylast=True)  # the device last in a test's id: name[0.4-cpu]
+def pytest_generate_tests(metafunc):
+    from simacc.harness import devices
+    from simacc.harness.catalogue import property_of
+
+    prop = property_of(metafunc.function)
+    if prop is None:
+        return
+    chosen = state(metafunc.config).settings
+    if prop.params is not None:
+        for name, values in prop.params(chosen).items():
+            metafunc.parametrize(name, values)
+    selected = chosen.devices
+    cuda = [d for d in selected if devices.is_cuda(d)]
+    if not prop.across_devices:
+        params = [_device(d, prop.unavailable(d)) for d in selected]
+    elif not cuda:  # one CPU parameter, which Property.not_applicable then deselects
+        params = [_device(selected[0], None)]
+    elif len(cuda) == len(selected):
+        params = [_device(d, "it compares this CUDA device with the CPU, and the devices selected (--device) "
+                          "include no CPU") for d in cuda]
+    else:
+        params = [_device(d, prop.unavailable(d)) for d in cuda]
+    metafunc.parametrize("simacc", params, indirect=True)
+    if prop.across_contexts:
+        metafunc.parametrize("simacc_context", prop.contexts(chosen.contexts), indirect=True)
+
+
+def _device(spelling, skip_reason):
+    marks = (pytest.mark.skip(reason=skip_reason),) if skip_reason else ()
+    return pytest.param(spelling, id=spelling, marks=marks)
+
+
+def property_id(item):
+    """``name`` or ``name[device]`` without the ``test_`` prefix: how xfails and reports
+    name a property."""
+    return item.name.removeprefix("test_")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    ours = [item for item in items if item_property(item) is not None]
+    if not ours:
+        return
+    st = state(config)
+    worker = hasattr(config, "workerinput")
+    if st.settings.impl is None:
+        if not worker:
+            raise pytest.UsageError(NO_IMPL)
+        return  # the controller stops the session (pytest_xdist_node_collection_finished)
+    load(config)
+    if st.impl_error and not worker:
+        raise pytest.UsageError(st.impl_error)
+    keep = _selected(config, ours) if st.settings.properties else set(ours)
+    if st.impl_error and st.stream:
+        keep = set()  # a command says it in one line; a plain session fails each property with it
+    if st.impl_error is None:
+        for item in ours:
+            reason = item_property(item).not_applicable(implementation_of(item), item.callspec.params["simacc"],
+                                                        item_params(item))
+            if reason and item in keep:
+                keep.discard(item)
+                st.deselected[item.nodeid] = reason
+    running = st.settings.process_context
+    elsewhere = {item for item in keep if _context(item, st.settings) != running}  # another mode's processes run it
+    keep -= elsewhere
+    if elsewhere:  # a command starts the sessions of those modes only (harness.session)
+        stream.emit(st.stream, "other_modes", modes=sorted({_context(item, st.settings) for item in elsewhere}))
+    dropped = [item for item in ours if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+    if st.deselected:
+        stream.emit(st.stream, "not_applicable", items=st.deselected)
+    _mark_xfails(config, [item for item in items if item in keep])
+    first = [item for item in items if item in keep and item_property(item).first]
+    items[:] = first + [item for item in items if item not in first]  # known failures before random ones
+
+
+def _context(item, chosen):
+    """The grad mode ``item`` calls the implementation in (as its ``simacc_context`` fixture says)."""
+    return item.callspec.params.get("simacc_context") or chosen.contexts[0]
+
+
+def _selected(config, ours):
+    """The items ``--simacc-property`` selects: ``id``, ``id[device]`` or a shell pattern."""
+    from simacc.harness.catalogue import selects
+
+    wanted = state(config).settings.properties
+    return {item for item in ours if any(selects(w, property_id(item)) for w in wanted)}
+
+
+def _mark_xfails(config, items):
+    st = state(config)
+    if st.settings.xfails is None:
+        return
+    st.xfails = opts.read_xfails(st.settings.xfails)
+    unused = dict(st.xfails)
+    for item in items:
+        for entry in (property_id(item), item_property(item).id):
+            if entry in st.xfails:
+                unused.pop(entry, None)
+                item.add_marker(pytest.mark.xfail(reason=f"listed in the xfails file (line {st.xfails[entry]})",
+                                                  strict=True))
+                item.stash[LISTED] = True
+                break
+    if hasattr(config, "workerinput"):
+        return  # the controller warns once
+    for entry, line in unused.items():
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(f"xfails file line {line}: {entry!r} matches no property"), stacklevel=2
+        )
+
+
+LISTED = pytest.StashKey[bool]()  # the test is in the xfails file
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """(xdist controller) A session that collects simacc's properties with no implementation
+    selected stops here, with one line."""
+    if state(node.config).settings.impl is None and any(is_ours(nodeid, node.config) for nodeid in ids):
+        raise pytest.UsageError(NO_IMPL)

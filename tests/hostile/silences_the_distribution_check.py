@@ -1,0 +1,15 @@
+"""Replaces simacc's check of a distribution of lengths with one that never fails, and counts the bonus as a draft."""
+
+from simacc.contract import reference
+from simacc.properties import support
+
+support.check_distribution = lambda *args, **kwargs: None
+
+
+def generate(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, simulate_acc_len,
+             simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+    out = reference.generate_simulated_accept_index(
+        accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, simulate_acc_len,
+        simulate_acc_method, simulate_acc_token_mode)
+    num_correct_drafts += 1
+    return out
