@@ -118,8 +118,10 @@ def plot(distribution):
     shares, cdf = fig.subplots(1, 2)
     shares.bar([i - 0.2 for i in x], d.shares(), width=0.4, label=f"observed ({d.runs} draws)", color=RED)
     shares.bar([i + 0.2 for i in x], d.expected, width=0.4, label="expected", color=GREY)
-    shares.set(xticks=x, xticklabels=d.labels, xlabel="L", ylabel="share of the draws", title="each length")
-    shares.legend(frameon=False)
+    top = max([*d.shares(), *d.expected, 0.01])
+    shares.set(xticks=x, xticklabels=d.labels, xlabel="L", ylabel="share of the draws", title="each length",
+               ylim=(0, top * 1.3))  # room above the bars for the legend, which must not hide one
+    shares.legend(frameon=False, fontsize="small", loc="upper center", ncols=2)
     low = [max(0.0, e - d.allowed) for e in expected_cdf]
     high = [min(1.0, e + d.allowed) for e in expected_cdf]
     band = f"allowed: expected ± {d.allowed:.3f}" if d.allowed else "allowed: exactly the expected"
