@@ -246,7 +246,8 @@ def _replay_file(args):
 
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
-    print(f"impl      {chosen.spec} (contract {chosen.contract}, fixed token id {chosen.fixed_token_id}) on {device}"
+    fixed = chosen.record.fixed_id_text(chosen.fixed_token_id).replace(";", ",")
+    print(f"impl      {chosen.spec} (contract {chosen.contract}{fixed}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})")
           + (f", under {record.context}" if record.context else ""))
     if prop.machine:

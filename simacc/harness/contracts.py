@@ -54,6 +54,17 @@ class Contract:
     def case_type(self):
         return getattr(importlib.import_module("simacc.harness.cases"), self.case_name)
 
+    @property
+    def writes_a_fixed_id(self):
+        """Whether its implementations have a fixed token mode, and so a fixed id (sglang's)."""
+        return "fixed" in self.modes
+
+    def fixed_id_text(self, token_id, source=None):
+        """``; fixed token id 100 (default)`` for a header, or nothing where it has no fixed id."""
+        if not self.writes_a_fixed_id:
+            return ""
+        return f"; fixed token id {token_id}" + (f" ({source})" if source else "")
+
     def accepts(self, case):
         """Whether an implementation of this contract can be asked ``case``."""
         return type(case).__name__ == self.case_name and case.mode in self.modes
