@@ -239,13 +239,16 @@ def _decision_cases(draw, batch_sizes, ks, rate):
 _VOCABS = st.sampled_from((16, 2, 5, 64))  # sampler cases carry (tokens, V) logits: small vocabularies
 
 
-def v1_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
-    """Arguments of V1's sampler (:class:`~simacc.harness.cases.V1Case`), drawn like
+def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+    """Arguments of V1's sampler (:class:`~simacc.harness.cases.V1Case`), at least one request
+    (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
     uniforms and rejection tokens, and no, some or every request seeded. Shrinks toward B=1,
     K=1, rates of 0, greedy rows, none seeded."""
     _check_k("max_k", max_k)
     _check_rate(rate)
+    if min_bs < 1:
+        raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
     return _v1_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
 
 

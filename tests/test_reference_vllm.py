@@ -9,9 +9,7 @@ one with probability below 1e-6, and with the seeds fixed it passes or fails the
 every run.
 """
 
-import importlib.util
 import math
-import os
 
 import pytest
 import torch
@@ -19,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from literals import assert_tensor, i32, i64
 
 from simacc.contract import vllm as ref
+from simacc.contract import vllm_glue
 from simacc.contract import vllm_v2 as ref2
 from simacc.strategies import vllm as sv
 from simacc.zoo import vllm as zoo
@@ -518,20 +517,11 @@ def test_keyed_uniforms_lie_strictly_inside_0_1_and_are_uniform():
 # -- vLLM's own code (marked vllm; skipped where vLLM is not importable) ----------------------------------------
 
 
-def _vllm_unavailable():
-    if importlib.util.find_spec("vllm") is None:
-        return "vLLM is not importable (docs/vllm.md: the wheel's vllm/ and its dist-info on PYTHONPATH)"
-    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        return "no GPU and TRITON_INTERPRET is not 1: vLLM's Triton kernels cannot run here"
-    return None
-
-
 @pytest.fixture(scope="module")
 def glue():
-    why = _vllm_unavailable()
+    why = vllm_glue.unavailable()
     if why:
         pytest.skip(why)
-    import vllm_glue
     from vllm.triton_utils import HAS_TRITON
 
     if not HAS_TRITON:

@@ -3,8 +3,8 @@ from its keyword names; ``simacc check`` finds a reference conformant and a muta
 replay command that ``simacc repro`` reproduces; ``--list`` names the properties; the pytest
 plugin runs them.
 
-Marked ``vllm``: vLLM 0.33.0's own code, through the glue of ``tests/vllm_glue.py`` (the glue
-docs/vllm.md gives), checked by ``simacc check`` in a process of its own: conformant as
+Marked ``vllm``: vLLM 0.33.0's own code, through the glue of :mod:`simacc.contract.vllm_glue`
+(the glue docs/vllm.md gives), checked by ``simacc check`` in a process of its own: conformant as
 shipped, not conformant with one line of its synthetic path wrong (a patched copy of the file
 in a tree of links to the rest). Skipped with the reason where vLLM is not importable.
 """
@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from simacc.commands import cli
+from simacc.contract import vllm_glue
 from simacc.harness import impl
 
-TESTS = Path(__file__).resolve().parent
-GLUE = TESTS / "vllm_glue.py"
+GLUE = "simacc.contract.vllm_glue"
 LAYOUTS = {  # contract: (the reference, the glue's function)
     "vllm_settings": ("resolve_synthetic_rates", "resolve_synthetic_rates"),
     "vllm_conversion": ("conditional_rates", "conditional_rates"),
@@ -98,18 +97,9 @@ def test_the_plugin_runs_the_properties_of_a_vllm_layout(workdir):
 # -- vLLM's own code (marked vllm; skipped where vLLM is not importable) ----------------------------------------
 
 
-def vllm_unavailable():
-    """Why vLLM's synthetic paths cannot run here, or None (docs/vllm.md says how to make them)."""
-    if importlib.util.find_spec("vllm") is None:
-        return "vLLM is not importable (docs/vllm.md: the wheel's vllm/ and its dist-info on PYTHONPATH)"
-    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        return "no GPU and TRITON_INTERPRET is not 1: vLLM's Triton kernels cannot run here"
-    return None
-
-
-needs_vllm = pytest.mark.skipif(vllm_unavailable() is not None, reason=str(vllm_unavailable()))
+needs_vllm = pytest.mark.skipif(vllm_glue.unavailable() is not None, reason=str(vllm_glue.unavailable()))
 # sampler checks through Triton's interpreter: a few examples of small batches (V2 takes ~75 ms a request)
-VLLM_OPTIONS = ("--device", "cpu", "--max-examples", "5", "--seed", "0", "-n", "0", "--timeout", "120")
+VLLM_OPTIONS = ("--device", "cpu", "--max-examples", "5", "--seed", "0", "-n", "0", "--timeout", "600")
 
 
 def check_vllm(tmp_path, glue, *, pythonpath=None, properties=()):

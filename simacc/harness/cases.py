@@ -545,6 +545,8 @@ class V1Case(_V1Batch):
         vocab = self.target_logits.values.shape[-1] if self.target_logits.values.dim() == 2 else -1
         if vocab < 1:
             return "target_logits must be (T, V) with V >= 1"
+        if self.bs < 1:
+            return "V1's sampler needs at least one request (CONTRACT.md §16.2)"
         return self._batch_problem(("draft_token_ids", (), _INTEGERS), ("target_logits", (vocab,), _VLLM_FLOATS)) \
             or _tensor_problem(self, "generator_seeds", (self.bs,), (torch.int64,))
 
