@@ -31,7 +31,7 @@ def _type_of(case, outcome):
 def test_vllm_results_have_their_layouts_shape_dtype_and_device(simacc, case):
     """V1's layout returns a (B, max_n + 1) int32 tensor, V2 (R, K + 1) int64 and (R,) int32, on the inputs' device (§16.1, §17.2)."""
     outcome = simacc.run(case)
-    device = outcome.args["target_logits" if "target_logits" in outcome.args else "target_argmax"].device
+    device = outcome.args[case.token_fields[1]].device  # the target's tensor
     for name, got, shape, dtype in _type_of(case, outcome):
         check(isinstance(got, torch.Tensor), f"type({name})", type(got).__name__, "Tensor", case)
         check(tuple(got.shape) == shape, f"{name}.shape", tuple(got.shape), shape, case)

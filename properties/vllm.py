@@ -42,13 +42,19 @@ class Request:
         return next((i for i, d in enumerate(self.drafts) if d < 0), len(self.drafts))
 
     def rejection_role(self, a):
-        source = {"DecisionCase": "target_argmax" if self.greedy else "recovered_token_ids"}.get(self.kind, "")
-        what = f"{source} there" if source else "the target's argmax there" if self.greedy else "a sample of the target"
-        return f"request {self.index}'s token {a}, the one after its {a} accepted drafts: draft {a} rejected, so {what}"
+        """What a message says of the token after ``a`` accepted drafts, on a rejection."""
+        if self.kind == "DecisionCase":
+            source = "target_argmax" if self.greedy else "recovered_token_ids"
+        else:
+            source = "the target's argmax" if self.greedy else "a sample of the target without the draft"
+        return f"request {self.index}'s token {a}, the one after its {a} accepted drafts: draft {a} rejected, so {source}"
 
     def bonus_role(self):
-        source = "bonus_token_ids" if self.kind != "V2Case" else "the argmax of its last logit" if self.greedy \
-            else "a sample of its last logit"
+        """What a message says of the token after a full acceptance."""
+        if self.kind != "V2Case":
+            source = "bonus_token_ids"
+        else:
+            source = "the argmax of its last logit" if self.greedy else "a sample of its last logit"
         return f"request {self.index}'s token {len(self.drafts)}: every draft accepted, so the bonus, {source}"
 
 
@@ -62,9 +68,9 @@ def requests(case):
         argmax = logits.argmax(1).tolist()
         for r, n in enumerate(case.counts):
             start = starts[r]
-            known = (lambda i, start=start, g=greedy[r]: argmax[start + i] if g else None)  # noqa: E731
-            found.append(Request(r, tuple(sampled[start + 1 : start + 1 + n]), greedy[r], tuple(map(known, range(n))),
-                                 known(n), logits.shape[1], kind))
+            known = [argmax[start + i] if greedy[r] else None for i in range(n + 1)]  # logit i verifies draft i
+            found.append(Request(r, tuple(sampled[start + 1 : start + 1 + n]), greedy[r], tuple(known[:n]), known[n],
+                                 logits.shape[1], kind))
         return found
     drafts, bonus = case.draft_token_ids.values.tolist(), case.bonus_token_ids.values[:, 0].tolist()
     if kind == "DecisionCase":

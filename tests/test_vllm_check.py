@@ -18,10 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from test_strategies import reaches
 
 from simacc.commands import cli
 from simacc.contract import vllm_glue
-from simacc.harness import impl
+from simacc.harness import contracts, impl
+from simacc.harness import repro_files as reprofile
+from simacc.strategies import vllm as sv
 
 GLUE = "simacc.contract.vllm_glue"
 LAYOUTS = {  # contract: (the reference, the glue's function)
@@ -46,6 +50,24 @@ def test_each_layout_is_inferred_from_its_keyword_names(contract, monkeypatch):
     reference, glue = LAYOUTS[contract]
     assert impl.load(f"simacc:{reference}").contract == contract
     assert impl.load(f"{GLUE}:{glue}").contract == contract  # vLLM is imported on the first call only
+
+
+@pytest.mark.parametrize("strategy", [sv.synthetic_settings(), sv.bad_settings("knobs"), sv.bad_settings("range"),
+                                      sv.conversion_cases(), sv.decision_cases(max_bs=8), sv.v1_cases(max_bs=8),
+                                      sv.v2_cases(max_bs=8)], ids=lambda s: repr(s)[:30])
+def test_each_case_type_round_trips_through_a_repro_file(strategy):
+    """float64 values (edge uniforms a float64 apart), NaN rates and a knob left out (null) included."""
+
+    def round_trip(case):
+        contract = next(c.name for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__)
+        record = reprofile.Repro("p", "m", contract, "x:y", "cpu", "", case)
+        again = reprofile.parse(reprofile.dumps(record)).case
+        assert reprofile.encode_case(again) == reprofile.encode_case(case) and again.problem() is None
+        assert all(torch.equal(a.values, b.values) for a, b in zip(again.tensors().values(), case.tensors().values())
+                   if not a.values.is_floating_point() or not a.values.isnan().any())
+        return False
+
+    assert not reaches(strategy, round_trip, examples=20)
 
 
 def check(capsys, *argv, examples=5):
