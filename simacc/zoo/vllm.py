@@ -482,3 +482,78 @@ def v2_num_sampled_int64(*, target_logits, draft_sampled, cu_num_logits, pos, te
         temperature=temperature, seed=seed, num_speculative_steps=num_speculative_steps,
         synthetic_conditional_rates=synthetic_conditional_rates)
     return sampled, num_sampled.to(torch.int64)
+
+
+def _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+             synthetic_conditional_rates):
+    """V2's reference, then ``edit(sampled, num_sampled, start, n, greedy)`` on its outputs: the
+    one step the mutant gets wrong, after a correct walk."""
+    sampled, num_sampled = ref2.synthetic_rejection_sample_v2(
+        target_logits=target_logits, draft_sampled=draft_sampled, cu_num_logits=cu_num_logits, pos=pos,
+        temperature=temperature, seed=seed, num_speculative_steps=num_speculative_steps,
+        synthetic_conditional_rates=synthetic_conditional_rates)
+    start = cu_num_logits[:-1].to(torch.int64)
+    n = cu_num_logits[1:].to(torch.int64) - start - 1
+    return edit(sampled, num_sampled, start, n, temperature == 0)
+
+
+@register("tokens", "vllm_accepted_drafts_are_emitted_verbatim")
+def v2_emits_the_verifying_logits_token(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """Emits each accepted draft from its verifying logit's place in draft_sampled, one before the draft's own."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        cols = torch.arange(sampled.shape[1], device=sampled.device)
+        accepted = cols < (num_sampled.to(torch.int64) - 1)[:, None]
+        shifted = draft_sampled[(start[:, None] + cols).clamp(max=draft_sampled.shape[0] - 1)]
+        return torch.where(accepted, shifted, sampled), num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("tokens", "vllm_a_rejection_emits_the_targets_token")
+def v2_greedy_rejection_from_the_next_logit(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                            num_speculative_steps, synthetic_conditional_rates):
+    """A greedy request's rejection at draft i emits the argmax of logit i + 1, not of the logit that verified it."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        accepted = num_sampled.to(torch.int64) - 1
+        rejected = greedy & (accepted < n)
+        token = target_logits[start + accepted + 1].argmax(1)
+        rows = torch.arange(sampled.shape[0], device=sampled.device)
+        fixed = sampled.clone()
+        fixed[rows[rejected], accepted[rejected]] = token[rejected]
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("bonus", "vllm_a_full_acceptance_emits_the_bonus")
+def v2_bonus_from_the_last_drafts_logit(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """A greedy request that accepts all its drafts emits the argmax of its last draft's logit, not of the bonus logit."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        full = greedy & (num_sampled.to(torch.int64) - 1 == n) & (n > 0)
+        token = target_logits[start + (n - 1).clamp(min=0)].argmax(1)
+        rows = torch.arange(sampled.shape[0], device=sampled.device)
+        fixed = sampled.clone()
+        fixed[rows[full], n[full]] = token[full]
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("tokens", "vllm_one_token_follows_the_accepted_drafts")
+def v2_counts_the_bonus_twice(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                              num_speculative_steps, synthetic_conditional_rates):
+    """After a full acceptance num_sampled is the accepted count plus two: the bonus counted twice."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        return sampled, num_sampled + (num_sampled.to(torch.int64) - 1 == n).to(torch.int32)
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
