@@ -94,8 +94,18 @@ def _owners(case, greedy):
     return [(t, greedy[r]) for t, r in enumerate(r for r, n in enumerate(case.counts) for _ in range(n))]
 
 
+def counts(case, outcome):
+    """How many tokens each request says it emitted: V2's ``num_sampled`` as it is (past the
+    row's width too), else the length of what :func:`emitted` reads."""
+    if type(case).__name__ == "V2Case":
+        emitted(case, outcome)  # the same checks of the result's form
+        return outcome.returned[1].tolist()
+    return [len(tokens) for tokens in emitted(case, outcome)]
+
+
 def emitted(case, outcome):
-    """What each request emitted: a list of token lists, one per request (see the module)."""
+    """What each request emitted: a list of token lists, one per request (see the module); a
+    V2 count past the row's width reads the whole row (how many is :func:`counts`' business)."""
     got = outcome.returned
     rows = case.bs
     if type(case).__name__ == "V2Case":
@@ -105,11 +115,8 @@ def emitted(case, outcome):
         check(sampled.dim() == 2 and sampled.shape[0] == rows and counts.shape == (rows,),
               "(sampled.shape, num_sampled.shape)", (tuple(sampled.shape), tuple(counts.shape)),
               f"({rows}, K + 1) and ({rows},)", case)
-        width = sampled.shape[1]
-        counts = counts.tolist()
-        check(all(0 <= c <= width for c in counts), "num_sampled", counts, f"counts within [0, {width}]", case)
         values = sampled.tolist()
-        return [values[r][: counts[r]] for r in range(rows)]
+        return [row[: max(count, 0)] for row, count in zip(values, counts.tolist())]
     check(isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == rows, "result", _shown(got),
           f"a (B={rows}, W) tensor", case)
     found = []
@@ -127,8 +134,8 @@ def walked(case, outcome):
     """``[(request, its emitted tokens)]``, the requests that emitted 1 to ``n + 1`` tokens:
     how many tokens a request emits is ``one_token_follows_the_accepted_drafts``'s claim, so
     the other rules judge only the requests that emitted a count they can read."""
-    return [(req, tokens) for req, tokens in zip(requests(case), emitted(case, outcome))
-            if 1 <= len(tokens) <= len(req.drafts) + 1]
+    return [(req, tokens) for req, tokens, count in zip(requests(case), emitted(case, outcome), counts(case, outcome))
+            if 1 <= count <= len(req.drafts) + 1]
 
 
 # -- strategies for the implementation under test ------------------------------------------
@@ -190,7 +197,7 @@ def sampler_case(contract, batch, rates, seed=0):
 
 def accepted_counts(case, outcome):
     """Each request's accepted count, read as the number of tokens it emitted less one."""
-    return [len(tokens) - 1 for tokens in emitted(case, outcome)]
+    return [count - 1 for count in counts(case, outcome)]
 
 
 def with_last_seeded(case, seed):

@@ -520,7 +520,7 @@ def v2_greedy_rejection_from_the_next_logit(*, target_logits, draft_sampled, cu_
     def edit(sampled, num_sampled, start, n, greedy):
         accepted = num_sampled.to(torch.int64) - 1
         rejected = greedy & (accepted < n)
-        token = target_logits[start + accepted + 1].argmax(1)
+        token = target_logits[(start + accepted + 1).clamp(max=target_logits.shape[0] - 1)].argmax(1)
         rows = torch.arange(sampled.shape[0], device=sampled.device)
         fixed = sampled.clone()
         fixed[rows[rejected], accepted[rejected]] = token[rejected]
