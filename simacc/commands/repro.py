@@ -290,7 +290,8 @@ def _show_differences(runner, case):
     from simacc.harness.runner import Runner
 
     if runner.impl.level != "exact":
-        print("(checked at the semantic level: the reference would draw another L, so no element-by-element diff)")
+        print("(checked at the semantic level: the reference draws its own random numbers, so no element-by-element "
+              "diff)")
         return
     reference = _writing(impls.reference(runner.impl.contract), runner.impl.fixed_token_id)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
