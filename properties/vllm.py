@@ -44,10 +44,10 @@ class Request:
     def rejection_role(self, a):
         """What a message says of the token after ``a`` accepted drafts, on a rejection."""
         if self.kind == "DecisionCase":
-            source = "target_argmax" if self.greedy else "recovered_token_ids"
+            source = "target_argmax there" if self.greedy else "recovered_token_ids there"
         else:
             source = "the target's argmax" if self.greedy else "a sample of the target without the draft"
-        return f"request {self.index}'s token {a}, the one after its {a} accepted drafts: draft {a} rejected, so {source}"
+        return f"request {self.index}'s token {a} (after {a} accepted drafts, draft {a} rejected: {source})"
 
     def bonus_role(self):
         """What a message says of the token after a full acceptance."""
@@ -55,7 +55,7 @@ class Request:
             source = "bonus_token_ids"
         else:
             source = "the argmax of its last logit" if self.greedy else "a sample of its last logit"
-        return f"request {self.index}'s token {len(self.drafts)}: every draft accepted, so the bonus, {source}"
+        return f"request {self.index}'s token {len(self.drafts)} (every draft accepted: the bonus, {source})"
 
 
 def requests(case):
