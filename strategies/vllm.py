@@ -177,9 +177,9 @@ def _edge_uniforms(gen, counts, conditional):
 
 
 def _rates(draw, k, rate):
-    """``K`` unconditional rates (all ``rate`` when given) and their conditional float32 tensor."""
+    """The conditional float32 rates of ``K`` unconditional ones (all ``rate`` when given)."""
     rates = (float(rate),) * k if rate is not None else draw(acceptance_rates(k), label="rates")
-    return rates, ref.conditional_rates(unconditional_rates=rates)
+    return ref.conditional_rates(unconditional_rates=rates)
 
 
 def _check_rate(rate):
@@ -210,7 +210,7 @@ def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
 def _decision_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
-    _, conditional = _rates(draw, k, rate)
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
@@ -256,7 +256,7 @@ def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None):
 def _v1_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
-    _, conditional = _rates(draw, k, rate)
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
@@ -298,7 +298,7 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
 def _v2_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="R")
     k = draw(ks, label="K")
-    _, conditional = _rates(draw, k, rate)
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")

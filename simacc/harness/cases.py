@@ -431,7 +431,6 @@ class _VllmBatch(_Case):
     names ``K`` and the output's width instead. ``mode`` says which requests sample."""
 
     width_name = "W"
-    _greedy_field = "is_greedy"
 
     @property
     def k(self):
@@ -440,7 +439,7 @@ class _VllmBatch(_Case):
     @property
     def greedy(self):
         """``(B,)`` bool: which requests are greedy."""
-        return getattr(self, self._greedy_field).values
+        return self.is_greedy.values
 
     @property
     def mode(self):
