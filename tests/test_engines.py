@@ -38,3 +38,14 @@ def test_a_row_given_an_impl_gets_the_checks_verdict_and_the_table_is_written(ca
 def test_an_unknown_row_is_a_usage_error(capsys):
     code, _, err = run(capsys, "--only", "vllm-v3")
     assert code == 2 and "unknown row vllm-v3; the rows are sglang-eager, " in err
+
+
+def test_a_row_whose_code_does_not_import_says_the_checks_one_line(capsys):
+    code, out, _ = run(capsys, "--only", "vllm-settings", "--impl", "vllm-settings=no_such_module:resolve")
+    assert code == 5 and "| not run: IMPL 'no_such_module:resolve': module 'no_such_module' not found |" in out
+
+
+def test_what_a_distribution_declares_and_this_machine_lacks_is_counted(monkeypatch):
+    monkeypatch.setattr(engines.importlib.metadata, "requires",
+                        lambda name: ["torch==2.14.1", "no-such-package>=1", "pytest; extra == 'test'"])
+    assert engines._missing("sglang") == "; sglang declares 2 requirements, 1 not installed here (no-such-package)"
