@@ -179,8 +179,8 @@ def header_rows(header):
         ("file", header["file"] or "(none)"),
         ("version", header["version"] or "(none)"),
         ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
-                     + contracts.get(header["contract"]).fixed_id_text(header["fixed_token_id"],
-                                                                       header["fixed_token_id_from"])),
+                     + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
+                                               header["fixed_token_id_from"])),
         ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
         ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
         ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),

@@ -395,7 +395,7 @@ class Session:
             f"simacc fuzz {h['impl']}",
             f"  file:      {h['file'] or '(none)'}",
             f"  contract:  {h['contract']} ({h['contract_from']}); level {h['level']}"
-            + contracts.get(h["contract"]).fixed_id_text(h["fixed_token_id"]),
+            + contracts.fixed_id_text(h["contract"], h["fixed_token_id"]),
             f"  devices:   {', '.join(h['devices'])}",
             f"  schedule:  {len(self.workers)} worker(s) for {_clock(self.seconds)}; {schedule}; {seeds}",
             f"  database:  {profiles.describe(chosen.profile, chosen.database, chosen.database_readonly)}",

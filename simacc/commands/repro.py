@@ -246,7 +246,7 @@ def _replay_file(args):
 
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
-    fixed = chosen.record.fixed_id_text(chosen.fixed_token_id).replace(";", ",")
+    fixed = contracts.fixed_id_text(chosen.contract, chosen.fixed_token_id).replace(";", ",")
     print(f"impl      {chosen.spec} (contract {chosen.contract}{fixed}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})")
           + (f", under {record.context}" if record.context else ""))

@@ -59,12 +59,6 @@ class Contract:
         """Whether its implementations have a fixed token mode, and so a fixed id (sglang's)."""
         return "fixed" in self.modes
 
-    def fixed_id_text(self, token_id, source=None):
-        """``; fixed token id 100 (default)`` for a header, or nothing where it has no fixed id."""
-        if not self.writes_a_fixed_id:
-            return ""
-        return f"; fixed token id {token_id}" + (f" ({source})" if source else "")
-
     def accepts(self, case):
         """Whether an implementation of this contract can be asked ``case``."""
         return type(case).__name__ == self.case_name and case.mode in self.modes
@@ -132,6 +126,14 @@ CONTRACTS = {
     )
 }
 NAMES = tuple(CONTRACTS)
+
+
+def fixed_id_text(contract, token_id, source=None):
+    """``; fixed token id 100 (default)`` for a header, or nothing for a contract without a
+    fixed mode (vLLM's); a contract not known yet (None: nothing loaded) shows the setting."""
+    if contract is not None and not get(contract).writes_a_fixed_id:
+        return ""
+    return f"; fixed token id {token_id}" + (f" ({source})" if source else "")
 
 
 def get(name):
