@@ -28,6 +28,7 @@ from simacc.strategies.scalars import (
     vocab_sizes,
 )
 from simacc.strategies.tensors import token_dtypes
+from simacc.strategies.vllm import conversion_cases, decision_cases, synthetic_settings, v1_cases, v2_cases
 
 # Each contract's cases, for a property every contract shares (``cases_for_impl`` in
 # ``simacc.properties.support``): the strategy, and the attributes of the implementation under
@@ -38,6 +39,11 @@ BY_CONTRACT = {
     "dflash": (dflash_cases, ()),
     "kernel": (kernel_cases, ()),
     "functional": (functional_cases, ("fixed_token_id",)),
+    "vllm_settings": (synthetic_settings, ()),
+    "vllm_conversion": (conversion_cases, ()),
+    "vllm_decision": (decision_cases, ()),
+    "vllm_v1": (v1_cases, ()),
+    "vllm_v2": (v2_cases, ()),
 }
 
 __all__ = [
@@ -51,6 +57,8 @@ __all__ = [
     "bad_token_modes",
     "batch_sizes",
     "chain_cases",
+    "conversion_cases",
+    "decision_cases",
     "dflash_cases",
     "eagle_cases",
     "functional_cases",
@@ -59,7 +67,10 @@ __all__ = [
     "roots",
     "seeds",
     "spec_steps",
+    "synthetic_settings",
     "token_dtypes",
     "token_modes",
+    "v1_cases",
+    "v2_cases",
     "vocab_sizes",
 ]

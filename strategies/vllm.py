@@ -1,23 +1,25 @@
 """Strategies for vLLM's synthetic acceptance (CONTRACT.md §13-§18): settings, and coherent
 batches for the decision (V1's layout, uniforms given), V1's sampler and V2's.
 
-A batch is plain data, CPU values and a few ints, that builds fresh keyword arguments on any
-device (``kwargs(device)``), generators included. As in :mod:`simacc.strategies.cases`, a
-batch makes few draws: the shape of the batch and how its contents are made (placeholders,
+A case (:mod:`simacc.harness.cases`) is plain data, CPU values and a few ints, that builds
+fresh keyword arguments on any device (``args(device)``), generators included. As in
+:mod:`simacc.strategies.cases`, a batch makes few draws: the shape of the batch and how its contents are made (placeholders,
 greedy rows, seeded requests, uniforms at the edges) are draws, the contents come from the
 batch's one ``seed``.
 """
 
 import functools
-from dataclasses import dataclass
+import math
 
 import torch
 from hypothesis import strategies as st
 
 from simacc.contract import vllm as ref
+from simacc.harness.cases import ConversionCase, DecisionCase, SettingsCase, TensorArg, V1Case, V2Case
 from simacc.strategies import scalars as sc
 
 MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative tokens
+MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and then some
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
 GREEDY = ("greedy", "random", "mixed")
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
@@ -54,23 +56,13 @@ def acceptance_lengths(k):
     return st.one_of(whole, fraction, st.floats(1, k + 1))
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The synthetic knobs of one speculative config (exactly one of the two is set)."""
-
-    num_speculative_tokens: int
-    synthetic_acceptance_rates: tuple | None = None
-    synthetic_acceptance_length: float | None = None
-
-    def kwargs(self):
-        return {"num_speculative_tokens": self.num_speculative_tokens,
-                "synthetic_acceptance_rates": self.synthetic_acceptance_rates,
-                "synthetic_acceptance_length": self.synthetic_acceptance_length}
+def _rates_arg(rates):
+    return TensorArg(torch.tensor([float(p) for p in rates], dtype=torch.float64))
 
 
 def synthetic_settings(max_k=MAX_K):
-    """Valid :class:`Settings` with ``K`` in ``[1, max_k]``: rates or a length. Shrinks
-    toward K=1 and rates of 0."""
+    """Valid settings (:class:`~simacc.harness.cases.SettingsCase`) with ``K`` in
+    ``[1, max_k]``: rates or a length. Shrinks toward K=1 and rates of 0."""
     _check_k("max_k", max_k)
     return _settings(st.integers(1, max_k))
 
@@ -79,8 +71,59 @@ def synthetic_settings(max_k=MAX_K):
 def _settings(draw, ks):
     k = draw(ks, label="K")
     if draw(st.booleans(), label="by_length"):
-        return Settings(k, synthetic_acceptance_length=draw(acceptance_lengths(k), label="length"))
-    return Settings(k, synthetic_acceptance_rates=draw(acceptance_rates(k), label="rates"))
+        return SettingsCase(k, None, draw(acceptance_lengths(k), label="length"))
+    return SettingsCase(k, _rates_arg(draw(acceptance_rates(k), label="rates")))
+
+
+BAD_SETTINGS = ("knobs", "count", "range", "increasing", "length")
+
+
+def bad_settings(defect, max_k=MAX_K):
+    """Settings with one ``defect`` of :data:`BAD_SETTINGS` (§13.2): neither knob or both
+    (``knobs``), rates of another count than ``K`` (``count``), a rate outside [0, 1] or NaN
+    (``range``), rates that rise somewhere (``increasing``), a length outside ``[1, K + 1]``,
+    NaN and the infinities included (``length``). Each is otherwise valid."""
+    _check_k("max_k", max_k)
+    if defect not in BAD_SETTINGS:
+        raise ValueError(f"defect={defect!r} must be one of {BAD_SETTINGS}")
+    return _bad_settings(defect, st.integers(1, max_k))
+
+
+_OUTSIDE = (-0.1, 1.5, math.nan, -math.inf, math.inf, 1.0000001, -1e-300)
+
+
+@st.composite
+def _bad_settings(draw, defect, ks):
+    k = draw(ks, label="K")
+    if defect == "knobs":
+        if draw(st.booleans(), label="neither"):
+            return SettingsCase(k, None)
+        return SettingsCase(k, _rates_arg(draw(acceptance_rates(k))), draw(acceptance_lengths(k)))
+    if defect == "length":
+        outside = st.one_of(st.sampled_from((0.999, 0.0, -1.0, k + 1.001, k + 2.0, math.nan, math.inf, -math.inf)),
+                            st.floats(k + 1, allow_infinity=False, exclude_min=True), st.floats(max_value=1, exclude_max=True))
+        return SettingsCase(k, None, draw(outside, label="length"))
+    if defect == "count":
+        count = draw(st.integers(0, MAX_K + 1).filter(lambda n: n != k), label="count")
+        rates = draw(st.lists(st.sampled_from(_EDGE_RATES), min_size=count, max_size=count), label="rates")
+        return SettingsCase(k, _rates_arg(sorted(rates, reverse=True)))
+    if defect == "range":
+        rates = list(draw(acceptance_rates(k), label="rates"))
+        rates[draw(st.integers(0, k - 1), label="at")] = draw(st.sampled_from(_OUTSIDE), label="outside")
+        return SettingsCase(k, _rates_arg(rates))
+    k = max(k, 2)  # one rate cannot rise
+    rates = list(draw(acceptance_rates(k), label="rates"))
+    at = draw(st.integers(1, k - 1), label="at")
+    low = rates[at - 1] = min(rates[at - 1], 0.5)
+    rates[at] = draw(st.floats(low, 1).filter(lambda p: p > low), label="higher")
+    return SettingsCase(k, _rates_arg(rates))
+
+
+def conversion_cases(max_k=MAX_K):
+    """Valid unconditional rates to convert (:class:`~simacc.harness.cases.ConversionCase`),
+    ``K`` in ``[1, max_k]``, zeros after ones included. Shrinks toward one rate of 0."""
+    _check_k("max_k", max_k)
+    return st.integers(1, max_k).flatmap(acceptance_rates).map(lambda rates: ConversionCase(_rates_arg(rates)))
 
 
 def _mode(choices):
@@ -119,55 +162,55 @@ def _greedy(gen, mode, rows):
     return torch.rand(rows, generator=gen) < 0.5
 
 
+_BELOW_ONE = float(torch.nextafter(torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)))
+
+
 def _edge_uniforms(gen, counts, conditional):
     """For each draft: exactly its rate (rejected, the test being ``u < c``), the float64 just
-    below it (accepted where the rate is above 0), or 0."""
+    below it (accepted where the rate is above 0), or 0; never 1, which no uniform in [0, 1)
+    takes."""
     cols = torch.cat([torch.arange(n) for n in counts]) if sum(counts) else torch.zeros(0, dtype=torch.int64)
     rate = conditional.to(torch.float64)[cols]
     below = torch.nextafter(rate, torch.zeros_like(rate))
     pick = torch.randint(0, 3, rate.shape, generator=gen)
-    return torch.where(pick == 0, rate, torch.where(pick == 1, below, 0.0))
+    return torch.where(pick == 0, rate, torch.where(pick == 1, below, 0.0)).clamp(max=_BELOW_ONE)
+
+
+def _rates(draw, k, rate):
+    """The conditional float32 rates of ``K`` unconditional ones (all ``rate`` when given)."""
+    rates = (float(rate),) * k if rate is not None else draw(acceptance_rates(k), label="rates")
+    return ref.conditional_rates(unconditional_rates=rates)
+
+
+def _check_rate(rate):
+    if rate is not None and not 0 <= rate <= 1:
+        raise ValueError(f"rate={rate} must lie in [0, 1]")
+
+
+def _counts_arg(counts):
+    return TensorArg(torch.tensor(counts, dtype=torch.int64))
 
 
 # -- the decision, given the uniforms (§15.1, §16.1) ----------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
-class DecisionBatch:
-    """The arguments of ``synthetic_accept``: CPU values, the rates as unconditional floats."""
-
-    num_draft_tokens: tuple
-    draft_token_ids: torch.Tensor
-    uniform_probs: torch.Tensor
-    rates: tuple
-    target_argmax: torch.Tensor
-    recovered_token_ids: torch.Tensor
-    bonus_token_ids: torch.Tensor
-    is_greedy: torch.Tensor
-
-    def kwargs(self, device="cpu"):
-        tensors = ("draft_token_ids", "uniform_probs", "target_argmax", "recovered_token_ids", "bonus_token_ids",
-                   "is_greedy")
-        return {"num_draft_tokens": list(self.num_draft_tokens),
-                "synthetic_conditional_rates": ref.conditional_rates(unconditional_rates=self.rates, device=device),
-                **{name: getattr(self, name).to(device) for name in tensors}}
-
-
-def decision_batches(*, min_bs=0, max_bs=sc.MAX_BS, max_k=MAX_K):
-    """Decision batches (:class:`DecisionBatch`): ``B`` in ``[min_bs, max_bs]`` (a server's sizes past 256
-    included), ``K`` in ``[1, max_k]``, 0..K drafts per request, -1 placeholders first, in the
-    middle, last or scattered, greedy, random or mixed rows, uniforms random or at the rates'
-    edges, token ids up to int32's. Shrinks toward B=1, K=1, rates of 0, no placeholders,
-    greedy rows, random uniforms, small ids."""
+def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+    """Arguments of the decision (:class:`~simacc.harness.cases.DecisionCase`): ``B`` in
+    ``[min_bs, max_bs]`` (a server's sizes past 256 included), ``K`` in ``[1, max_k]``, 0..K
+    drafts per request, -1 placeholders first, in the middle, last or scattered, greedy, random
+    or mixed rows, uniforms random or at the rates' edges, token ids up to int32's; every
+    unconditional rate ``rate`` when given. Shrinks toward B=1, K=1, rates of 0, no
+    placeholders, greedy rows, random uniforms, small ids."""
     _check_k("max_k", max_k)
-    return _decision_batches(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k))
+    _check_rate(rate)
+    return _decision_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
 
 
 @st.composite
-def _decision_batches(draw, batch_sizes, ks):
+def _decision_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
-    rates = draw(acceptance_rates(k), label="rates")
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
@@ -176,18 +219,17 @@ def _decision_batches(draw, batch_sizes, ks):
     gen = torch.Generator().manual_seed(draw(sc.seeds(), label="seed"))
     counts = _counts(gen, counts_mode, rows, k)
     tokens = sum(counts)
-    conditional = ref.conditional_rates(unconditional_rates=rates)
     drafts = torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).to(torch.int32)
-    return DecisionBatch(
-        num_draft_tokens=tuple(counts),
-        draft_token_ids=_place_holes(gen, drafts, counts, holes),
-        uniform_probs=(torch.rand(tokens, generator=gen, dtype=torch.float64) if uniforms == "random"
-                       else _edge_uniforms(gen, counts, conditional)),
-        rates=rates,
-        target_argmax=torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64),
-        recovered_token_ids=torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).to(torch.int32),
-        bonus_token_ids=torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64),
-        is_greedy=_greedy(gen, greedy, rows),
+    return DecisionCase(
+        draft_token_ids=TensorArg(_place_holes(gen, drafts, counts, holes)),
+        num_draft_tokens=_counts_arg(counts),
+        uniform_probs=TensorArg(torch.rand(tokens, generator=gen, dtype=torch.float64) if uniforms == "random"
+                                else _edge_uniforms(gen, counts, conditional)),
+        synthetic_conditional_rates=TensorArg(conditional),
+        target_argmax=TensorArg(torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64)),
+        recovered_token_ids=TensorArg(torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).int()),
+        bonus_token_ids=TensorArg(torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)),
+        is_greedy=TensorArg(_greedy(gen, greedy, rows)),
     )
 
 
@@ -197,41 +239,24 @@ def _decision_batches(draw, batch_sizes, ks):
 _VOCABS = st.sampled_from((16, 2, 5, 64))  # sampler cases carry (tokens, V) logits: small vocabularies
 
 
-@dataclass(frozen=True, eq=False)
-class V1Batch:
-    """The arguments of V1's ``synthetic_rejection_sample``; ``generator_seeds`` seeds a
-    fresh generator per seeded request, ``seed`` the default generator before the call."""
-
-    num_draft_tokens: tuple
-    draft_token_ids: torch.Tensor
-    target_logits: torch.Tensor
-    bonus_token_ids: torch.Tensor
-    is_greedy: torch.Tensor
-    generator_seeds: dict
-    rates: tuple
-    seed: int
-
-    def kwargs(self, device="cpu"):
-        return {"num_draft_tokens": list(self.num_draft_tokens),
-                "draft_token_ids": self.draft_token_ids.to(device), "target_logits": self.target_logits.to(device),
-                "bonus_token_ids": self.bonus_token_ids.to(device), "is_greedy": self.is_greedy.to(device),
-                "generators": {r: torch.Generator(device).manual_seed(s) for r, s in self.generator_seeds.items()},
-                "synthetic_conditional_rates": ref.conditional_rates(unconditional_rates=self.rates, device=device)}
-
-
-def v1_batches(*, min_bs=0, max_bs=sc.MAX_BS, max_k=MAX_K):
-    """V1 batches (:class:`V1Batch`), drawn like :func:`decision_batches`, with float32 target logits
-    over a small vocabulary instead of the uniforms and rejection tokens, and no, some or
-    every request seeded. Shrinks toward B=1, K=1, rates of 0, greedy rows, none seeded."""
+def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+    """Arguments of V1's sampler (:class:`~simacc.harness.cases.V1Case`), at least one request
+    (V1 never samples an empty batch, and fails an assertion on one), drawn like
+    :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
+    uniforms and rejection tokens, and no, some or every request seeded. Shrinks toward B=1,
+    K=1, rates of 0, greedy rows, none seeded."""
     _check_k("max_k", max_k)
-    return _v1_batches(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k))
+    _check_rate(rate)
+    if min_bs < 1:
+        raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
+    return _v1_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
 
 
 @st.composite
-def _v1_batches(draw, batch_sizes, ks):
+def _v1_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
-    rates = draw(acceptance_rates(k), label="rates")
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
@@ -243,61 +268,43 @@ def _v1_batches(draw, batch_sizes, ks):
     tokens = sum(counts)
     drafts = torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).to(torch.int32)
     chosen = {"none": [], "all": range(rows), "some": torch.randperm(rows, generator=gen)[: rows // 2].tolist()}
-    return V1Batch(
-        num_draft_tokens=tuple(counts),
-        draft_token_ids=_place_holes(gen, drafts, counts, holes),
-        target_logits=torch.randn((tokens, vocab), generator=gen),
-        bonus_token_ids=torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64),
-        is_greedy=_greedy(gen, greedy, rows),
-        generator_seeds={r: seed + 1 + r for r in sorted(chosen[seeded])},
-        rates=rates,
+    generator_seeds = torch.full((rows,), -1, dtype=torch.int64)
+    for r in chosen[seeded]:
+        generator_seeds[r] = seed + 1 + r
+    return V1Case(
+        draft_token_ids=TensorArg(_place_holes(gen, drafts, counts, holes)),
+        num_draft_tokens=_counts_arg(counts),
+        target_logits=TensorArg(torch.randn((tokens, vocab), generator=gen)),
+        bonus_token_ids=TensorArg(torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)),
+        is_greedy=TensorArg(_greedy(gen, greedy, rows)),
+        generator_seeds=TensorArg(generator_seeds),
+        synthetic_conditional_rates=TensorArg(conditional),
         seed=seed,
     )
 
 
-@dataclass(frozen=True, eq=False)
-class V2Batch:
-    """The arguments of ``synthetic_rejection_sample_v2`` (CPU values, unconditional rates)."""
-
-    target_logits: torch.Tensor
-    draft_sampled: torch.Tensor
-    cu_num_logits: torch.Tensor
-    pos: torch.Tensor
-    temperature: torch.Tensor
-    seed: torch.Tensor
-    rates: tuple
-
-    @property
-    def num_draft_tokens(self):
-        return (self.cu_num_logits.diff() - 1).tolist()
-
-    def kwargs(self, device="cpu"):
-        tensors = ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed")
-        return {**{name: getattr(self, name).to(device) for name in tensors},
-                "num_speculative_steps": len(self.rates),
-                "synthetic_conditional_rates": ref.conditional_rates(unconditional_rates=self.rates, device=device)}
-
-
-def v2_batches(*, min_bs=0, max_bs=sc.MAX_BS, max_k=MAX_K):
-    """V2 batches (:class:`V2Batch`): ``R`` requests of 0..K drafts (``n + 1`` logits each, the drafts
-    one place after their logit), placeholders and greedy rows as in
-    :func:`decision_batches`, positions from an arbitrary start per request, distinct int64
-    seeds (vLLM draws one per request from the whole range). Shrinks toward R=1, K=1, rates
-    of 0, greedy rows."""
+def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+    """Arguments of V2's sampler (:class:`~simacc.harness.cases.V2Case`): ``R`` requests of
+    0..K drafts (``n + 1`` logits each, the drafts one place after their logit), placeholders
+    and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
+    request, distinct int64 seeds (vLLM draws one per request from the whole range). Shrinks
+    toward R=1, K=1, rates of 0, greedy rows."""
     _check_k("max_k", max_k)
-    return _v2_batches(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k))
+    _check_rate(rate)
+    return _v2_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
 
 
 @st.composite
-def _v2_batches(draw, batch_sizes, ks):
+def _v2_cases(draw, batch_sizes, ks, rate):
     rows = draw(batch_sizes, label="R")
     k = draw(ks, label="K")
-    rates = draw(acceptance_rates(k), label="rates")
+    conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     vocab = draw(_VOCABS, label="vocab")
-    gen = torch.Generator().manual_seed(draw(sc.seeds(), label="seed"))
+    seed = draw(sc.seeds(), label="seed")
+    gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, k)
     sizes = torch.tensor(counts, dtype=torch.int64) + 1
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), sizes.cumsum(0)]).to(torch.int32)
@@ -306,16 +313,17 @@ def _v2_batches(draw, batch_sizes, ks):
     local = torch.arange(logits) - cu[:-1].to(torch.int64)[owner]
     sampled = torch.randint(0, vocab, (logits,), generator=gen, dtype=torch.int64)
     is_draft = local > 0  # draft i of a request sits one place after its logit
-    drafts = _place_holes(gen, sampled[is_draft], counts, holes)
-    sampled[is_draft] = drafts
+    sampled[is_draft] = _place_holes(gen, sampled[is_draft], counts, holes)
     starts = torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
     seeds = torch.randint(-(2**62), 2**62, (rows,), generator=gen, dtype=torch.int64)  # distinct but 1 in 1e11
-    return V2Batch(
-        target_logits=torch.randn((logits, vocab), generator=gen),
-        draft_sampled=sampled,
-        cu_num_logits=cu,
-        pos=starts[owner] + local,
-        temperature=torch.where(_greedy(gen, greedy, rows), 0.0, 1.0),
-        seed=seeds,
-        rates=rates,
+    return V2Case(
+        target_logits=TensorArg(torch.randn((logits, vocab), generator=gen)),
+        draft_sampled=TensorArg(sampled),
+        cu_num_logits=TensorArg(cu),
+        pos=TensorArg(starts[owner] + local),
+        temperature=TensorArg(torch.where(_greedy(gen, greedy, rows), 0.0, 1.0)),
+        request_seeds=TensorArg(seeds),
+        num_speculative_steps=k,
+        synthetic_conditional_rates=TensorArg(conditional),
+        seed=seed,
     )

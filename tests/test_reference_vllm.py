@@ -9,9 +9,7 @@ one with probability below 1e-6, and with the seeds fixed it passes or fails the
 every run.
 """
 
-import importlib.util
 import math
-import os
 
 import pytest
 import torch
@@ -19,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from literals import assert_tensor, i32, i64
 
 from simacc.contract import vllm as ref
+from simacc.contract import vllm_glue
 from simacc.contract import vllm_v2 as ref2
 from simacc.strategies import vllm as sv
 from simacc.zoo import vllm as zoo
@@ -99,7 +98,7 @@ def test_a_bad_setting_is_rejected(kwargs, error, match):
 @QUICK
 @given(setting=sv.synthetic_settings())
 def test_resolved_rates_are_valid_and_keep_the_mean_length(setting):
-    rates = ref.resolve_synthetic_rates(**setting.kwargs())
+    rates = ref.resolve_synthetic_rates(**setting.args("cpu"))
     assert len(rates) == setting.num_speculative_tokens
     assert all(0 <= p <= 1 for p in rates) and rates == sorted(rates, reverse=True)
     if setting.synthetic_acceptance_length is not None:  # mean acceptance length = 1 + sum p_i (§18.1)
@@ -236,24 +235,24 @@ def test_a_bad_decision_call_is_rejected(edit, error, match):
 
 
 @QUICK
-@given(batch=sv.decision_batches(max_bs=300))
+@given(batch=sv.decision_cases(max_bs=300))
 def test_the_decision_equals_a_loop_over_requests(batch):
     """The contract's prose, one draft at a time (the zoo's correct per-request loop)."""
-    kwargs = batch.kwargs()
+    kwargs = batch.args("cpu")
     assert_tensor("out", ref.synthetic_accept(**kwargs), zoo.per_request_loop(**kwargs))
 
 
 @QUICK
-@given(batch=sv.decision_batches(max_bs=300))
+@given(batch=sv.decision_cases(max_bs=300))
 def test_each_row_is_accepted_drafts_then_one_token_then_minus_one(batch):
-    out = ref.synthetic_accept(**batch.kwargs())
-    counts = torch.tensor(batch.num_draft_tokens, dtype=torch.int64)
+    out = ref.synthetic_accept(**batch.args("cpu"))
+    counts = torch.tensor(batch.counts, dtype=torch.int64)
     emitted = (out != -1).sum(1)
     assert bool(((emitted >= 1) & (emitted <= counts + 1)).all())
     cols = torch.arange(out.shape[1])
     assert bool((out[cols >= emitted[:, None]] == -1).all())  # nothing after the last token
-    flat, real = ref.grid(list(batch.num_draft_tokens), "cpu")
-    drafts = torch.where(real, batch.draft_token_ids[flat], -2)
+    flat, real = ref.grid(batch.counts, "cpu")
+    drafts = torch.where(real, batch.draft_token_ids.values[flat], -2)
     accepted = emitted - 1
     head = cols[: drafts.shape[1]] < accepted[:, None]
     assert bool((out[:, : drafts.shape[1]][head] == drafts[head]).all()) and bool((drafts[head] >= 0).all())
@@ -453,29 +452,29 @@ def test_a_recovered_token_follows_the_target_without_the_rejected_draft():
 
 
 @QUICK
-@given(batch=sv.v2_batches(max_bs=300))
+@given(batch=sv.v2_cases(max_bs=300))
 def test_v2_follows_the_exact_rules(batch):
     """Whatever the draws: accepted drafts verbatim, no placeholder accepted, one more token
     (the argmax for a greedy row, never the rejected draft for a random one), rates 1 and 0."""
-    kwargs = batch.kwargs()
+    kwargs = batch.args("cpu")
     sampled, num_sampled = ref2.synthetic_rejection_sample_v2(**kwargs)
     check_v2_rules(batch, sampled, num_sampled)
 
 
 @settings(QUICK, max_examples=10)
-@given(batch=sv.v2_batches(max_bs=8, max_k=4))
+@given(batch=sv.v2_cases(max_bs=8, max_k=4))
 def test_the_zoo_s_v2_with_its_own_generators_follows_the_exact_rules(batch):
-    check_v2_rules(batch, *zoo.v2_with_a_generator_per_position(**batch.kwargs()))
+    check_v2_rules(batch, *zoo.v2_with_a_generator_per_position(**batch.args("cpu")))
 
 
 def check_v2_rules(batch, sampled, num_sampled):
-    k = len(batch.rates)
-    assert sampled.dtype == torch.int64 and tuple(sampled.shape) == (len(batch.num_draft_tokens), k + 1)
+    k = batch.k
+    assert sampled.dtype == torch.int64 and tuple(sampled.shape) == (len(batch.counts), k + 1)
     assert num_sampled.dtype == torch.int32
-    rates = ref.conditional_rates(unconditional_rates=batch.rates)
-    for r, n in enumerate(batch.num_draft_tokens):
-        start, count = int(batch.cu_num_logits[r]), int(num_sampled[r])
-        drafts = batch.draft_sampled[start + 1 : start + 1 + n].tolist()
+    rates = batch.synthetic_conditional_rates.values
+    for r, n in enumerate(batch.counts):
+        start, count = int(batch.cu_num_logits.values[r]), int(num_sampled[r])
+        drafts = batch.draft_sampled.values[start + 1 : start + 1 + n].tolist()
         accepted = count - 1
         assert 0 <= accepted <= n
         assert sampled[r, :accepted].tolist() == drafts[:accepted] and all(d >= 0 for d in drafts[:accepted])
@@ -483,8 +482,8 @@ def check_v2_rules(batch, sampled, num_sampled):
         assert accepted <= real_prefix, f"request {r}: a placeholder accepted"
         assert not (accepted < real_prefix and float(rates[accepted]) == 1.0), f"request {r}: a rate of 1 rejected"
         assert not (accepted > 0 and float(rates[accepted - 1]) == 0.0), f"request {r}: a rate of 0 accepted"
-        token, row = int(sampled[r, accepted]), batch.target_logits[start + accepted]
-        if float(batch.temperature[r]) == 0:
+        token, row = int(sampled[r, accepted]), batch.target_logits.values[start + accepted]
+        if float(batch.temperature.values[r]) == 0:
             assert token == int(row.argmax())
         elif accepted < n and drafts[accepted] >= 0:
             assert token != drafts[accepted]
@@ -518,20 +517,11 @@ def test_keyed_uniforms_lie_strictly_inside_0_1_and_are_uniform():
 # -- vLLM's own code (marked vllm; skipped where vLLM is not importable) ----------------------------------------
 
 
-def _vllm_unavailable():
-    if importlib.util.find_spec("vllm") is None:
-        return "vLLM is not importable (docs/vllm.md: the wheel's vllm/ and its dist-info on PYTHONPATH)"
-    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        return "no GPU and TRITON_INTERPRET is not 1: vLLM's Triton kernels cannot run here"
-    return None
-
-
 @pytest.fixture(scope="module")
 def glue():
-    why = _vllm_unavailable()
+    why = vllm_glue.unavailable()
     if why:
         pytest.skip(why)
-    import vllm_glue
     from vllm.triton_utils import HAS_TRITON
 
     if not HAS_TRITON:
@@ -546,8 +536,8 @@ VLLM_EXAMPLES = settings(QUICK, max_examples=25)
 @VLLM_EXAMPLES
 @given(setting=sv.synthetic_settings())
 def test_vllm_resolves_the_settings_and_converts_the_rates_as_the_references_do(glue, setting):
-    ours = ref.resolve_synthetic_rates(**setting.kwargs())
-    assert glue.resolve_synthetic_rates(**setting.kwargs()) == ours
+    ours = ref.resolve_synthetic_rates(**setting.args("cpu"))
+    assert glue.resolve_synthetic_rates(**setting.args("cpu")) == ours
     assert_tensor("conditional rates", glue.conditional_rates(unconditional_rates=ours),
                   ref.conditional_rates(unconditional_rates=ours))
 
@@ -570,25 +560,25 @@ def test_vllm_converts_the_hand_computed_rates(glue, rates, expected):
 
 @pytest.mark.vllm
 @VLLM_EXAMPLES
-@given(batch=sv.decision_batches(max_bs=300))
+@given(batch=sv.decision_cases(max_bs=300))
 def test_vllm_v1_kernels_equal_the_decision_given_the_same_uniforms(glue, batch):
-    kwargs = batch.kwargs()
+    kwargs = batch.args("cpu")
     assert_tensor("out", glue.v1_synthetic_accept(**kwargs), ref.synthetic_accept(**kwargs))
 
 
 @pytest.mark.vllm
 @VLLM_EXAMPLES
-@given(batch=sv.v1_batches(min_bs=1, max_bs=300))
+@given(batch=sv.v1_cases(min_bs=1, max_bs=300))
 def test_vllm_v1_sampler_equals_the_reference_draw_for_draw(glue, batch):
     """The same default-generator seed, the same per-request generators: the same bytes,
     the same generator states after (§16.2). vLLM never samples an empty batch, and V1's
     ``rejection_sample`` fails an assertion on one (both ``all_greedy`` and ``all_random``)."""
     torch.manual_seed(batch.seed)
-    theirs_kwargs = batch.kwargs()
+    theirs_kwargs = batch.args("cpu")
     theirs = glue.v1_synthetic_rejection_sample(**theirs_kwargs)
     theirs_state = torch.get_rng_state()
     torch.manual_seed(batch.seed)
-    ours_kwargs = batch.kwargs()
+    ours_kwargs = batch.args("cpu")
     ours = ref.synthetic_rejection_sample(**ours_kwargs)
     assert_tensor("out", theirs, ours)
     assert torch.equal(theirs_state, torch.get_rng_state())
@@ -620,9 +610,9 @@ def test_vllm_never_accepts_a_placeholder(glue, drafts, expected, greedy):
 
 @pytest.mark.vllm
 @settings(VLLM_EXAMPLES, max_examples=15)
-@given(batch=sv.v2_batches(max_bs=16, max_k=4))
+@given(batch=sv.v2_cases(max_bs=16, max_k=4))
 def test_vllm_v2_follows_the_exact_rules(glue, batch):
-    sampled, num_sampled = glue.v2_synthetic_rejection_sample(**batch.kwargs())
+    sampled, num_sampled = glue.v2_synthetic_rejection_sample(**batch.args("cpu"))
     check_v2_rules(batch, sampled, num_sampled)
 
 

@@ -6,15 +6,18 @@ import pytest
 import torch
 from test_strategies import minimal, reaches
 
+from literals import i32, i64
+
 from simacc.contract import vllm as ref
+from simacc.harness.cases import TensorArg, V1Case
 from simacc.strategies import vllm as sv
 
 
 def placeholder_at(batch, where):
     """Whether some request of a decision batch has a -1 as its first, a middle or its last draft."""
     start = 0
-    for n in batch.num_draft_tokens:
-        drafts = batch.draft_token_ids[start : start + n].tolist()
+    for n in batch.counts:
+        drafts = batch.draft_token_ids.values[start : start + n].tolist()
         start += n
         if n >= 3 and {"first": drafts[0], "middle": min(drafts[1:-1], default=0), "last": drafts[-1]}[where] == -1:
             return True
@@ -22,88 +25,113 @@ def placeholder_at(batch, where):
 
 
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
-def test_decision_batches_reach_placeholders_anywhere(where):
-    assert reaches(sv.decision_batches(max_bs=64), lambda b: placeholder_at(b, where))
+def test_decision_cases_reach_placeholders_anywhere(where):
+    assert reaches(sv.decision_cases(max_bs=64), lambda b: placeholder_at(b, where))
 
 
 @pytest.mark.parametrize("what, predicate", [
-    ("a server's batch", lambda b: len(b.num_draft_tokens) > 256),
-    ("a request without drafts beside one with drafts", lambda b: 0 in b.num_draft_tokens and sum(b.num_draft_tokens)),
-    ("greedy and random rows together", lambda b: 0 < int(b.is_greedy.sum()) < len(b.num_draft_tokens)),
-    ("a rate of 0 after a rate of 1", lambda b: 1.0 in b.rates and 0.0 in b.rates),
+    ("a full server's batch and then some", lambda b: len(b.counts) > 256),
+    ("a request without drafts beside one with drafts", lambda b: 0 in b.counts and sum(b.counts)),
+    ("greedy and random rows together", lambda b: 0 < int(b.is_greedy.values.sum()) < len(b.counts)),
+    ("a rate of 0 after a rate of 1", lambda b: 1.0 in rates(b) and 0.0 in rates(b)),
     ("a uniform exactly at a rate inside (0, 1)", lambda b: bool(
-        set(b.uniform_probs.tolist()) & set(ref.conditional_rates(unconditional_rates=b.rates).double().tolist())
-        - {0.0, 1.0})),
+        set(b.uniform_probs.values.tolist()) & set(b.synthetic_conditional_rates.values.double().tolist()) - {0.0, 1.0})),
 ])
-def test_decision_batches_reach(what, predicate):
-    assert reaches(sv.decision_batches(), predicate), what
+def test_decision_cases_reach(what, predicate):
+    assert reaches(sv.decision_cases(), predicate, examples=600), what  # a full batch, 257, is one size in ~40
 
 
-def test_decision_batches_are_coherent_and_valid_for_the_reference():
+def test_decision_cases_are_coherent_and_valid_for_the_reference():
     def coherent(batch):
-        counts = batch.num_draft_tokens
-        assert len(batch.draft_token_ids) == sum(counts) and max(counts, default=0) <= len(batch.rates)
-        assert tuple(batch.bonus_token_ids.shape) == (len(counts), 1)
-        out = ref.synthetic_accept(**batch.kwargs())
+        counts = batch.counts
+        assert len(batch.draft_token_ids.values) == sum(counts) and max(counts, default=0) <= batch.k
+        assert tuple(batch.bonus_token_ids.values.shape) == (len(counts), 1) and batch.problem() is None
+        out = ref.synthetic_accept(**batch.args("cpu"))
         assert tuple(out.shape) == (len(counts), max(counts, default=0) + 1)
         return False
 
-    assert not reaches(sv.decision_batches(max_bs=300), coherent, examples=60)
+    assert not reaches(sv.decision_cases(max_bs=300), coherent, examples=60)
 
 
-def test_v2_batches_are_coherent():
+def test_v2_cases_are_coherent():
     def coherent(batch):
-        sizes = batch.cu_num_logits.diff()
-        assert int(batch.cu_num_logits[0]) == 0 and bool(((sizes >= 1) & (sizes <= len(batch.rates) + 1)).all())
-        assert len(set(batch.seed.tolist())) == len(batch.seed)  # distinct seeds: independent requests
-        for r, n in enumerate(batch.num_draft_tokens):  # positions run on within a request
-            start = int(batch.cu_num_logits[r])
-            assert batch.pos[start : start + n + 1].diff().eq(1).all()
+        sizes = batch.cu_num_logits.values.diff()
+        assert int(batch.cu_num_logits.values[0]) == 0 and bool(((sizes >= 1) & (sizes <= batch.k + 1)).all())
+        seeds = batch.request_seeds.values.tolist()
+        assert len(set(seeds)) == len(seeds) and batch.problem() is None  # distinct seeds: independent requests
+        for r, n in enumerate(batch.counts):  # positions run on within a request
+            start = int(batch.cu_num_logits.values[r])
+            assert batch.pos.values[start : start + n + 1].diff().eq(1).all()
         return False
 
-    assert not reaches(sv.v2_batches(max_bs=300), coherent, examples=60)
+    assert not reaches(sv.v2_cases(max_bs=300), coherent, examples=60)
 
 
-def test_v1_batches_reach_seeded_requests_without_drafts_in_a_sampling_batch():
-    assert reaches(sv.v1_batches(max_bs=64), lambda b: not bool(b.is_greedy.all()) and any(
-        b.num_draft_tokens[r] == 0 for r in b.generator_seeds))
+def test_v1_cases_reach_seeded_requests_without_drafts_in_a_sampling_batch():
+    assert reaches(sv.v1_cases(max_bs=64), lambda b: not bool(b.is_greedy.values.all()) and any(
+        b.counts[r] == 0 for r, s in enumerate(b.generator_seeds.values.tolist()) if s >= 0))
 
 
-@pytest.mark.parametrize("strategy", [sv.decision_batches, sv.v1_batches, sv.v2_batches])
+@pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
 def test_batches_shrink_to_one_greedy_request_with_k_1_and_rates_of_0(strategy):
     batch = minimal(strategy(max_bs=16, max_k=4))
-    greedy = batch.temperature == 0 if isinstance(batch, sv.V2Batch) else batch.is_greedy
-    assert len(batch.num_draft_tokens) == 1 and batch.rates == (0.0,) and bool(greedy.all())
+    assert len(batch.counts) == 1 and rates(batch) == [0.0] and batch.mode == "greedy"
 
 
 def test_settings_shrink_to_k_1_and_a_rate_of_0():
     setting = minimal(sv.synthetic_settings())
-    assert setting.num_speculative_tokens == 1 and setting.synthetic_acceptance_rates == (0.0,)
+    assert setting.num_speculative_tokens == 1 and setting.synthetic_acceptance_rates.values.tolist() == [0.0]
 
 
 @pytest.mark.parametrize("call, quoted", [
-    (lambda: sv.decision_batches(max_k=0), "max_k=0"),
-    (lambda: sv.v2_batches(max_k=9), "max_k=9"),
+    (lambda: sv.decision_cases(max_k=0), "max_k=0"),
+    (lambda: sv.v2_cases(max_k=9), "max_k=9"),
     (lambda: sv.acceptance_rates(0), "k=0"),
-    (lambda: sv.decision_batches(min_bs=5, max_bs=2), "max_bs=2 < min_bs=5"),
+    (lambda: sv.decision_cases(min_bs=5, max_bs=2), "max_bs=2 < min_bs=5"),
+    (lambda: sv.v1_cases(rate=1.5), "rate=1.5"),
+    (lambda: sv.v1_cases(min_bs=0), "min_bs=0"),
+    (lambda: sv.bad_settings("nan"), "defect='nan'"),
 ])
 def test_bad_arguments_are_rejected_and_quoted(call, quoted):
     with pytest.raises(ValueError, match=quoted):
         call()
 
 
-def test_a_batch_builds_its_arguments_on_another_device():
-    batch = sv.V1Batch(num_draft_tokens=(1,), draft_token_ids=torch.tensor([3], dtype=torch.int32),
-                       target_logits=torch.zeros(1, 4), bonus_token_ids=torch.tensor([[2]]),
-                       is_greedy=torch.tensor([False]), generator_seeds={}, rates=(0.5,), seed=0)
-    kwargs = batch.kwargs("meta")  # the meta device has no generators: none are asked for here
+def v1_case(generator_seeds):
+    return V1Case(num_draft_tokens=TensorArg(i64([1])), draft_token_ids=TensorArg(i32([3])),
+                  target_logits=TensorArg(torch.zeros(1, 4)), bonus_token_ids=TensorArg(i64([[2]])),
+                  is_greedy=TensorArg(torch.tensor([False])), generator_seeds=TensorArg(i64(generator_seeds)),
+                  synthetic_conditional_rates=TensorArg(torch.tensor([0.5])))
+
+
+def test_a_case_builds_its_arguments_on_another_device():
+    case = v1_case([-1])
+    kwargs = case.args("meta")  # the meta device has no generators: none are asked for here
     assert kwargs["target_logits"].device.type == "meta" and kwargs["synthetic_conditional_rates"].device.type == "meta"
-    assert isinstance(kwargs["num_draft_tokens"], list) and torch.equal(batch.kwargs()["is_greedy"], batch.is_greedy)
+    assert kwargs["num_draft_tokens"] == [1] and kwargs["generators"] == {}
 
 
-def test_a_batch_builds_fresh_generators_from_its_seeds():
-    batch = sv.V1Batch(num_draft_tokens=(1,), draft_token_ids=torch.tensor([3], dtype=torch.int32),
-                       target_logits=torch.zeros(1, 4), bonus_token_ids=torch.tensor([[2]]),
-                       is_greedy=torch.tensor([False]), generator_seeds={0: 5}, rates=(0.5,), seed=0)
-    first, second = batch.kwargs()["generators"][0], batch.kwargs()["generators"][0]
+def test_a_case_builds_fresh_generators_from_its_seeds():
+    case = v1_case([5])
+    first, second = case.args("cpu")["generators"][0], case.args("cpu")["generators"][0]
     assert first is not second and torch.equal(first.get_state(), torch.Generator().manual_seed(5).get_state())
+
+
+def rates(case):
+    """The unconditional rates behind a case's conditional ones (their running product)."""
+    return case.synthetic_conditional_rates.values.double().cumprod(0).tolist()
+
+
+@pytest.mark.parametrize("defect", sv.BAD_SETTINGS)
+def test_each_bad_setting_is_rejected_by_the_reference(defect):
+    def rejected(case):
+        with pytest.raises(ValueError):
+            ref.resolve_synthetic_rates(**case.args("cpu"))
+        return False
+
+    assert not reaches(sv.bad_settings(defect), rejected, examples=60)
+
+
+@pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
+def test_a_rate_given_is_every_rate(strategy):
+    assert not reaches(strategy(max_bs=8, rate=1.0), lambda c: rates(c) != [1.0] * c.k, examples=20)

@@ -19,7 +19,7 @@ from pathlib import Path
 from simacc.commands import terminal, verdict
 from simacc.commands.exits import Exit, SessionError
 from simacc.commands.progress import Progress
-from simacc.harness import catalogue, grad_modes, session
+from simacc.harness import catalogue, contracts, grad_modes, session
 from simacc.harness import settings as opts
 from simacc.harness.atomic import write_atomically
 from simacc.harness.status import Status
@@ -163,8 +163,9 @@ def header_rows(header):
     rows = [
         ("file", header["file"] or "(none)"),
         ("version", header["version"] or "(none)"),
-        ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}; "
-                     f"fixed token id {header['fixed_token_id']} ({header['fixed_token_id_from']})"),
+        ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
+                     + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
+                                               header["fixed_token_id_from"])),
         ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
         ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
         ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),

@@ -24,7 +24,7 @@ import sys
 
 import simacc
 
-SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench")  # modules of simacc.commands, in the order --help lists them
+SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench", "engines")  # modules of simacc.commands, in the order --help lists them
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ def build_parser():
     parser = Parser(
         prog="simacc",
         description="Property-based conformance checking for simulated acceptance in "
-        "speculative decoding (sglang's generate_simulated_accept_index and relatives).",
+        "speculative decoding (sglang's generate_simulated_accept_index and relatives, vLLM's synthetic acceptance).",
     )
     parser.add_argument("--version", action="version", version=f"simacc {simacc.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from simacc.commands import check, terminal, verdict
 from simacc.commands.exits import Exit, SessionError
-from simacc.harness import session
+from simacc.harness import contracts, session
 from simacc.harness import settings as opts
 from simacc.harness.status import CHECKED, FAILED, Status, failures_first, worst
 
@@ -394,8 +394,8 @@ class Session:
         return "\n".join([
             f"simacc fuzz {h['impl']}",
             f"  file:      {h['file'] or '(none)'}",
-            f"  contract:  {h['contract']} ({h['contract_from']}); level {h['level']}; "
-            f"fixed token id {h['fixed_token_id']}",
+            f"  contract:  {h['contract']} ({h['contract_from']}); level {h['level']}"
+            + contracts.fixed_id_text(h["contract"], h["fixed_token_id"]),
             f"  devices:   {', '.join(h['devices'])}",
             f"  schedule:  {len(self.workers)} worker(s) for {_clock(self.seconds)}; {schedule}; {seeds}",
             f"  database:  {profiles.describe(chosen.profile, chosen.database, chosen.database_readonly)}",

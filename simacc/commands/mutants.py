@@ -211,14 +211,16 @@ def render(zoo):
     """The kill table, then notes on expected killers that missed, then a summary."""
     rows = zoo.rows
     name_w = max(len("implementation"), *(len(r.name) for r in rows))
-    lines = [f"{'implementation':<{name_w}}  {'contract':<10}  {'verdict':<8}  {'examples':>8}  "
+    contract_w = max(10, *(len(r.contract) for r in rows))  # vLLM's names are longer than sglang's
+    lines = [f"{'implementation':<{name_w}}  {'contract':<{contract_w}}  {'verdict':<8}  {'examples':>8}  "
              f"{'shrunk':<10}  bug / killed by"]
     for r in rows:
         examples = "-" if r.median_examples is None else f"{r.median_examples:g}"
-        lines.append(f"{r.name:<{name_w}}  {r.contract:<10}  {r.verdict:<8}  {examples:>8}  {r.shrunk:<10}  {r.bug}")
+        lines.append(f"{r.name:<{name_w}}  {r.contract:<{contract_w}}  {r.verdict:<8}  {examples:>8}  {r.shrunk:<10}  "
+                     f"{r.bug}")
         if r.killed_by:
             label = "FAILED" if r.verdict == REJECTED else "killed by"
-            lines.append(f"{'':<{name_w + 46}}{label}: {', '.join(r.killed_by)}")
+            lines.append(f"{'':<{name_w + contract_w + 36}}{label}: {', '.join(r.killed_by)}")
     notes = [f"note: {r.name}: expected killer(s) {', '.join(r.missed)} did not fail in every seed"
              for r in rows if r.missed and r.verdict == KILLED]
     counts = {v: sum(r.verdict == v for r in rows) for v in (KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN)}

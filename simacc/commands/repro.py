@@ -246,7 +246,8 @@ def _replay_file(args):
 
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
-    print(f"impl      {chosen.spec} (contract {chosen.contract}, fixed token id {chosen.fixed_token_id}) on {device}"
+    fixed = contracts.fixed_id_text(chosen.contract, chosen.fixed_token_id).replace(";", ",")
+    print(f"impl      {chosen.spec} (contract {chosen.contract}{fixed}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})")
           + (f", under {record.context}" if record.context else ""))
     if prop.machine:
@@ -289,7 +290,8 @@ def _show_differences(runner, case):
     from simacc.harness.runner import Runner
 
     if runner.impl.level != "exact":
-        print("(checked at the semantic level: the reference would draw another L, so no element-by-element diff)")
+        print("(checked at the semantic level: the reference draws its own random numbers, so no element-by-element "
+              "diff)")
         return
     reference = _writing(impls.reference(runner.impl.contract), runner.impl.fixed_token_id)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")

@@ -13,6 +13,8 @@ import importlib
 from dataclasses import dataclass, field
 
 TOKEN_MODES = ("fixed", "real-draft-token")
+VLLM_KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a vLLM settings case gives
+VLLM_REQUESTS = ("greedy", "random", "mixed")  # which requests of a vLLM batch sample
 LEVELS = ("exact", "semantic")
 METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
 
@@ -45,12 +47,17 @@ class Contract:
     aliases: dict = field(default_factory=dict)  # other names a parameter had in older releases
     orders: dict = field(default_factory=dict)
     omissions: dict = field(default_factory=dict)
-    modes: tuple = TOKEN_MODES
+    modes: tuple = TOKEN_MODES  # the modes its cases come in: sglang's token modes, vLLM's knobs or requests
     level: str | None = None
 
     @property
     def case_type(self):
         return getattr(importlib.import_module("simacc.harness.cases"), self.case_name)
+
+    @property
+    def writes_a_fixed_id(self):
+        """Whether its implementations have a fixed token mode, and so a fixed id (sglang's)."""
+        return "fixed" in self.modes
 
     def accepts(self, case):
         """Whether an implementation of this contract can be asked ``case``."""
@@ -90,9 +97,43 @@ CONTRACTS = {
             "simacc.contract.functional:simulated_acceptance", "FunctionalCase",
             keyword_style="jax", level="semantic",
         ),
+        # vLLM's synthetic acceptance (CONTRACT.md Part II): keyword-only layouts, their cases'
+        # modes being the knobs given or which requests sample
+        Contract(
+            "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
+            "simacc:resolve_synthetic_rates", "SettingsCase", modes=VLLM_KNOBS,
+        ),
+        Contract("vllm_conversion", ("unconditional_rates", "device"), "simacc:conditional_rates", "ConversionCase",
+                 modes=("rates",)),
+        Contract(
+            "vllm_decision",
+            ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
+             "recovered_token_ids", "bonus_token_ids", "is_greedy"),
+            "simacc:synthetic_accept", "DecisionCase", modes=VLLM_REQUESTS,
+        ),
+        Contract(
+            "vllm_v1",
+            ("draft_token_ids", "num_draft_tokens", "target_logits", "bonus_token_ids", "is_greedy", "generators",
+             "synthetic_conditional_rates"),
+            "simacc:synthetic_rejection_sample", "V1Case", modes=VLLM_REQUESTS,
+        ),
+        Contract(
+            "vllm_v2",
+            ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
+             "synthetic_conditional_rates"),
+            "simacc:synthetic_rejection_sample_v2", "V2Case", modes=VLLM_REQUESTS, level="semantic",
+        ),
     )
 }
 NAMES = tuple(CONTRACTS)
+
+
+def fixed_id_text(contract, token_id, source=None):
+    """``; fixed token id 100 (default)`` for a header, or nothing for a contract without a
+    fixed mode (vLLM's); a contract not known yet (None: nothing loaded) shows the setting."""
+    if contract is not None and not get(contract).writes_a_fixed_id:
+        return ""
+    return f"; fixed token id {token_id}" + (f" ({source})" if source else "")
 
 
 def get(name):

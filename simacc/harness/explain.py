@@ -16,11 +16,11 @@ MAX_SHOWN = 64  # elements per tensor up to which a message shows the values
 
 
 def context(case, length=None):
-    """``L=2, W=4, bs=3, mode real-draft-token``: the call's sizes and the ``L`` its outputs
-    are held to. ``length`` is that ``L`` (or a few words on why there is none); without it,
-    what the case says of its own (``length_text``)."""
+    """``L=2, W=4, bs=3, mode real-draft-token``: the ``L`` the outputs are held to, then the
+    call's sizes as the case says them (``sizes_text``). ``length`` is that ``L`` (or a few words
+    on why there is none); without it, what the case says of its own (``length_text``)."""
     said = case.length_text() if length is None else f"L={length}" if isinstance(length, int) else f"L {length}"
-    return f"{said}, W={case.max_len}, bs={case.bs}, mode {case.mode}"
+    return f"{said}, {case.sizes_text()}"
 
 
 def tensor_text(arg):

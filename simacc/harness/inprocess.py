@@ -35,7 +35,7 @@ class Result:
     seconds: float
     message: str = ""
     case: str | None = None
-    size: str = ""  # the failing case's size: "bs=1 W=2" (or "B=" for a DFLASH block)
+    size: str = ""  # the failing case's size, as it says it: "bs=1 W=2" (or "B=" for a DFLASH block)
 
 
 def run(implementation, device, properties, *, settings=None, seed=None, timeout=DEFAULT_TIMEOUT,
@@ -141,12 +141,8 @@ def run_one(prop, name, params, implementation, device, settings, seed, timeout,
             case = runner.last[0] if runner.last else None
             status = Status.HUNG if isinstance(e, ImplementationHung) else Status.FAIL
             return Result(name, device, status, runner.examples, time.perf_counter() - start, _message(e),
-                          case and case.summary(), case and _size(case))
+                          case and case.summary(), case and case.size_text())
     return Result(name, device, Status.PASS, runner.examples, time.perf_counter() - start)
-
-
-def _size(case):
-    return f"bs={case.bs} {case.width_name}={case.max_len}"
 
 
 def _message(error):

@@ -23,21 +23,15 @@ class Program:
     steps: tuple
 
     is_program = True  # what a stateful property replays (Property.applies_to_case)
-    width_name = "W"  # what a size column calls ``max_len``, as for a case
 
     @property
     def mode(self):
         """The token mode its engine runs in."""
         return self.knobs.get("mode")
 
-    @property
-    def bs(self):
-        """Its engine's largest batch (how a size column shows a program)."""
-        return self.knobs.get("capacity", 0)
-
-    @property
-    def max_len(self):
-        return self.knobs.get("width", 0)
+    def size_text(self):
+        """Its engine's largest batch and width, as a result row shows a case's size."""
+        return f"bs={self.knobs.get('capacity', 0)} W={self.knobs.get('width', 0)}"
 
     def header(self):
         """``Machine(knob=value, ...)``: the engine the program runs."""

@@ -24,6 +24,7 @@ import math
 import os
 import re
 import stat
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,7 +245,7 @@ def _decode_tensor(obj, name, budget):
             raise ReproError(f"{what} holds a value outside the {obj['dtype']} range")
     else:
         values = [_decode_float(v, f"a value of {what}") for v in values]
-        if any(math.isfinite(v) and abs(v) > _FLOAT32_MAX for v in values):
+        if dtype == torch.float32 and any(math.isfinite(v) and abs(v) > _FLOAT32_MAX for v in values):
             raise ReproError(f"{what} holds a value outside the float32 range")
     try:
         return TensorArg(torch.tensor(values, dtype=dtype).reshape(shape), obj["layout"]), numel
@@ -254,11 +255,15 @@ def _decode_tensor(obj, name, budget):
 
 def _field_kinds(case_type):
     """``{name: (kind, optional)}``; ``optional`` fields may be missing from a file (a
-    tensor that is ``None``, or a field with a default)."""
+    tensor that is ``None``, or a field with a default). A scalar field typed ``X | None``
+    has kind ``X?``: null is one of its values."""
     kinds = {}
     for f in dataclasses.fields(case_type):
         if f.type is TensorArg or f.type == (TensorArg | None):
             kinds[f.name] = ("tensor", f.type is not TensorArg)
+        elif isinstance(f.type, types.UnionType):
+            kinds[f.name] = (next(t for t in f.type.__args__ if t is not type(None)).__name__ + "?",
+                             f.default is not dataclasses.MISSING)
         else:
             kinds[f.name] = (f.type.__name__, f.default is not dataclasses.MISSING)
     return kinds
@@ -267,10 +272,10 @@ def _field_kinds(case_type):
 def decode_case(obj):
     """The case described by ``{"type": ..., "fields": {...}}``; :class:`ReproError` if invalid."""
     _exact_keys(obj, ("type", "fields"), "'case'")
-    types = {c.case_name: c.case_type for c in contracts.CONTRACTS.values()}
-    case_type = types.get(obj["type"]) if isinstance(obj["type"], str) else None
+    known = {c.case_name: c.case_type for c in contracts.CONTRACTS.values()}
+    case_type = known.get(obj["type"]) if isinstance(obj["type"], str) else None
     if case_type is None:
-        raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(types)})"[:300])
+        raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(known)})"[:300])
     kinds = _field_kinds(case_type)
     defaulted = [name for name, (kind, optional) in kinds.items() if kind != "tensor" and optional]
     _exact_keys({name: None for name in defaulted} | obj["fields"], kinds, f"{obj['type']} fields")
@@ -280,6 +285,11 @@ def decode_case(obj):
         if name not in obj["fields"]:
             continue  # a field with a default (``defaulted``), left out
         raw = obj["fields"][name]
+        if kind.endswith("?"):
+            if raw is None:
+                values[name] = None
+                continue
+            kind = kind[:-1]
         if kind == "tensor":
             if raw is None and optional:
                 values[name] = None

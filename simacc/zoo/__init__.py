@@ -7,7 +7,7 @@ in one line (the function's docstring) and the properties expected to kill it.
 """
 
 from simacc.zoo import (  # noqa: F401 - registers
-    correct, dflash, eagle, functional, kernel, legacy, process, realprocess, sampling, serving)
+    correct, dflash, eagle, functional, kernel, legacy, process, realprocess, sampling, serving, vllm)
 from simacc.zoo.base import REGISTRY as ENTRIES
 from simacc.zoo.base import Entry
 

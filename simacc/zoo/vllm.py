@@ -3,10 +3,8 @@ defect class §18.5 lists, and correct alternatives in other shapes.
 
 Each function has the signature of the layout it implements (the settings, the conversion,
 the decision, V1's sampler, V2's) and is built from the reference's steps
-(:mod:`simacc.contract.vllm`), so its mistake is the one step that differs. Nothing is
-registered yet: the properties that kill them come with the vLLM contracts' wiring (issue
-28, phase 2). The comment above each names the claim (the property to be) that should kill
-it, and which others also would.
+(:mod:`simacc.contract.vllm`), so its mistake is the one step that differs. A mutant of a
+sampler whose mistake is in its law, not in V1's draws, is checked at the semantic level.
 """
 
 import math
@@ -15,6 +13,9 @@ import torch
 
 from simacc.contract import vllm as ref
 from simacc.contract import vllm_v2 as ref2
+from simacc.zoo.base import register
+
+SEMANTIC = "semantic"
 
 # -- the settings (§13) ------------------------------------------------------------------------
 
@@ -38,8 +39,7 @@ def _rates_or_schedule(num_speculative_tokens, synthetic_acceptance_rates, synth
     return schedule(float(synthetic_acceptance_length) - 1.0, num_speculative_tokens)
 
 
-# killed by: length_resolves_to_the_minimum_variance_schedule (also the samplers' spread of
-# the accepted count, which the law's per-position rates fix)
+@register("schedule", "vllm_a_length_becomes_the_minimum_variance_schedule")
 def geometric_decay_schedule(*, num_speculative_tokens, synthetic_acceptance_rates=None,
                              synthetic_acceptance_length=None):
     """A length becomes conditional rates b * 0.85**i with b solved for the mean (ROCm ATOM #1850): right mean, wider spread."""
@@ -56,7 +56,7 @@ def geometric_decay_schedule(*, num_speculative_tokens, synthetic_acceptance_rat
                               schedule)
 
 
-# killed by: length_resolves_to_the_minimum_variance_schedule
+@register("schedule", "vllm_a_length_becomes_the_minimum_variance_schedule")
 def constant_conditional_schedule(*, num_speculative_tokens, synthetic_acceptance_rates=None,
                                   synthetic_acceptance_length=None):
     """A length becomes one conditional rate p with p + p**2 + ... + p**K = L - 1 (llama.cpp #27711's law)."""
@@ -69,7 +69,7 @@ def constant_conditional_schedule(*, num_speculative_tokens, synthetic_acceptanc
                               schedule)
 
 
-# killed by: length_resolves_to_the_minimum_variance_schedule, the_schedule_keeps_the_mean_length
+@register("schedule", "vllm_a_length_becomes_the_minimum_variance_schedule")
 def schedule_fraction_rounded(*, num_speculative_tokens, synthetic_acceptance_rates=None,
                               synthetic_acceptance_length=None):
     """The schedule's fractional entry d - floor(d) is rounded to 0 or 1, so the mean length is off."""
@@ -82,15 +82,100 @@ def schedule_fraction_rounded(*, num_speculative_tokens, synthetic_acceptance_ra
                               schedule)
 
 
+def _resolved(num_speculative_tokens, rates, length):
+    return ref.resolve_synthetic_rates(num_speculative_tokens=num_speculative_tokens, synthetic_acceptance_rates=rates,
+                                       synthetic_acceptance_length=length)
+
+
+@register("rates", "vllm_rates_come_back_as_given")
+def rates_rounded_to_float32(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                             synthetic_acceptance_length=None):
+    """The rates given are kept as float32 values, so 0.9 comes back as 0.8999999761581421."""
+    rates = _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length)
+    if synthetic_acceptance_rates is None:
+        return rates
+    return [float(p) for p in torch.tensor(rates, dtype=torch.float32).tolist()]
+
+
+@register("checks", "vllm_exactly_one_knob_is_accepted")
+def length_ignored_when_rates_are_given(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                                        synthetic_acceptance_length=None):
+    """Given both knobs, it takes the rates and ignores the length instead of raising."""
+    if synthetic_acceptance_rates is not None:
+        synthetic_acceptance_length = None
+    return _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length)
+
+
+@register("checks", "vllm_rates_of_another_count_than_k_are_rejected")
+def rates_cut_to_k(*, num_speculative_tokens, synthetic_acceptance_rates=None, synthetic_acceptance_length=None):
+    """Rates of another count than K are cut to K, or padded with zeros, instead of raising."""
+    if synthetic_acceptance_rates is not None:
+        k = num_speculative_tokens
+        synthetic_acceptance_rates = (list(synthetic_acceptance_rates) + [0.0] * k)[:k]
+    return _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length)
+
+
+@register("checks", "vllm_a_rate_outside_zero_one_is_rejected")
+def nan_rate_passes_the_range_check(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                                    synthetic_acceptance_length=None):
+    """The range check is `p < 0 or p > 1`, which a NaN rate passes: it is returned as a rate."""
+    if synthetic_acceptance_rates is None:
+        return _resolved(num_speculative_tokens, None, synthetic_acceptance_length)
+    checked, before = [], 1.0
+    for p in synthetic_acceptance_rates:
+        before = before if math.isnan(p) else p
+        checked.append(before)
+    _resolved(num_speculative_tokens, checked, synthetic_acceptance_length)  # the other checks
+    return [float(p) for p in synthetic_acceptance_rates]
+
+
+@register("checks", "vllm_increasing_rates_are_rejected")
+def increasing_rates_accepted(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                              synthetic_acceptance_length=None):
+    """Rates that rise somewhere are returned as given: the check that they never increase is missing."""
+    if synthetic_acceptance_rates is None:
+        return _resolved(num_speculative_tokens, None, synthetic_acceptance_length)
+    _resolved(num_speculative_tokens, sorted(synthetic_acceptance_rates, reverse=True), synthetic_acceptance_length)
+    return [float(p) for p in synthetic_acceptance_rates]
+
+
+@register("checks", "vllm_a_length_outside_one_to_k_plus_one_is_rejected")
+def length_clamped_into_range(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                              synthetic_acceptance_length=None):
+    """A length outside [1, K + 1] is clamped into it instead of raising."""
+    x = synthetic_acceptance_length
+    if isinstance(x, float) and not math.isnan(x):
+        x = min(max(x, 1.0), num_speculative_tokens + 1.0)
+    return _resolved(num_speculative_tokens, synthetic_acceptance_rates, x)
+
+
+@register("correct")
+def schedule_as_clamped_remainders(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                                   synthetic_acceptance_length=None):
+    """Correct: rate i of a length is d - i clamped into [0, 1], with d = x - 1."""
+    rates = _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length)
+    if synthetic_acceptance_length is None:
+        return rates
+    drafts = float(synthetic_acceptance_length) - 1.0
+    return [min(1.0, max(0.0, drafts - i)) for i in range(num_speculative_tokens)]
+
+
 # -- the conversion (§14) -----------------------------------------------------------------------------
 
 
-# killed by: conditional_rates_are_quotients_of_the_unconditional_ones (also the samplers'
-# per-position rates, fed through it)
+@register("rates", "vllm_conditional_rates_are_quotients_of_the_unconditional_ones")
 def unconditional_used_as_conditional(*, unconditional_rates, device="cpu"):
     """Returns the unconditional rates p_i as the conditional ones (no division by p_{i-1})."""
     ref.conditional_rates(unconditional_rates=unconditional_rates)  # the same checks
     return torch.tensor([float(p) for p in unconditional_rates], dtype=torch.float32, device=device)
+
+
+@register("rates", "vllm_conditional_rates_are_quotients_of_the_unconditional_ones")
+def zero_rate_divides_to_nan(*, unconditional_rates, device="cpu"):
+    """Each rate is divided by the one before without the guard for 0, so a 0 after a 0 becomes NaN."""
+    ref.conditional_rates(unconditional_rates=unconditional_rates)  # the same checks
+    p = torch.tensor([float(x) for x in unconditional_rates], dtype=torch.float64)
+    return (p / torch.cat([p.new_ones(1), p[:-1]])).to(device=device, dtype=torch.float32)
 
 
 # -- the decision given the uniforms (§15) ----------------------------------------------------------
@@ -105,7 +190,7 @@ def _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthet
     return mistake(flat, real, drafts, uniforms, synthetic_conditional_rates, rejected, bonus_token_ids.reshape(-1))
 
 
-# killed by: placeholder_drafts_are_never_accepted
+@register("placeholder", "vllm_placeholder_drafts_are_never_accepted")
 def accepts_placeholders(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
                          target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
     """A -1 placeholder is accepted like a real draft when its uniform is below the rate, and emitted as token -1 (vLLM #46533)."""
@@ -119,7 +204,7 @@ def accepts_placeholders(*, draft_token_ids, num_draft_tokens, uniform_probs, sy
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
-# killed by: a_rejection_emits_the_targets_token
+@register("tokens", "vllm_a_rejection_emits_the_targets_token")
 def emits_the_rejected_draft(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
                              target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
     """On a rejection it emits the rejected draft itself instead of the target's argmax or the recovered token."""
@@ -132,7 +217,7 @@ def emits_the_rejected_draft(*, draft_token_ids, num_draft_tokens, uniform_probs
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
-# killed by: exactly_one_token_follows_the_accepted_drafts
+@register("tokens", "vllm_accepted_drafts_are_emitted_verbatim")
 def bonus_after_a_rejection(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
                             target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
     """After a rejection's token it also appends the bonus (two tokens past the accepted drafts)."""
@@ -148,7 +233,7 @@ def bonus_after_a_rejection(*, draft_token_ids, num_draft_tokens, uniform_probs,
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
-# correct: a Python loop over requests, from the contract's prose (§15)
+@register("correct")
 def per_request_loop(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
     """Correct: walks each request in a Python loop, one draft at a time."""
@@ -173,7 +258,7 @@ def per_request_loop(*, draft_token_ids, num_draft_tokens, uniform_probs, synthe
     return out.to(draft_token_ids.device)
 
 
-# correct: the first failure found with argmax over a sentinel column, not a running product
+@register("correct")
 def first_failure_by_argmax(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
                             target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
     """Correct: the accepted count is the index of the first failing draft, found with argmax."""
@@ -188,11 +273,79 @@ def first_failure_by_argmax(*, draft_token_ids, num_draft_tokens, uniform_probs,
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
+@register("dtype", "vllm_decision_is_exact_given_the_uniforms")
+def compares_in_float32(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                        target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """Compares u < c in float32, so a float64 uniform just below its rate rounds up to it and is rejected."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        accepted = ref.walk(drafts, real, uniforms.to(torch.float32), rates)
+        return ref.emit(accepted, real.sum(1), drafts, rejected, bonus)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
+@register("tokens", "vllm_one_token_follows_the_accepted_drafts")
+def request_without_drafts_emits_nothing(*, draft_token_ids, num_draft_tokens, uniform_probs,
+                                         synthetic_conditional_rates, target_argmax, recovered_token_ids,
+                                         bonus_token_ids, is_greedy):
+    """A request without drafts is skipped before its bonus is written, so its row is all -1."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        n = real.sum(1)
+        out = ref.emit(ref.walk(drafts, real, uniforms, rates), n, drafts, rejected, bonus)
+        return torch.where((n == 0)[:, None], -1, out).to(torch.int32)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
+@register("bonus", "vllm_a_full_acceptance_emits_the_bonus")
+def bonus_of_the_wrong_request(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                               target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """After a full acceptance it emits the next request's bonus (the bonus read one row off)."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        accepted = ref.walk(drafts, real, uniforms, rates)
+        return ref.emit(accepted, real.sum(1), drafts, rejected, bonus.roll(-1))
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
+@register("walk", "vllm_rates_of_one_accept_every_real_draft")
+def walk_stops_one_draft_early(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                               target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """The walk's loop ends one draft early, so a request's last draft is never accepted."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        n = real.sum(1)
+        last = torch.arange(drafts.shape[1], device=drafts.device) == (n - 1)[:, None]
+        accepted = ref.walk(drafts, real & ~last, uniforms, rates)
+        return ref.emit(accepted, n, drafts, rejected, bonus)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
+@register("walk", "vllm_rates_of_zero_accept_no_draft")
+def accepts_at_the_rate(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                        target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """Accepts a draft when u <= c, so a uniform of 0 accepts under a rate of 0."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        ok = real & (drafts >= 0) & (uniforms <= rates[: drafts.shape[1]])
+        return ref.emit(ok.to(torch.int64).cumprod(1).sum(1), real.sum(1), drafts, rejected, bonus)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
 # -- V1's sampler with its own draws (§16.2) -----------------------------------------------------------
 
 
-# killed by: requests_draw_independent_uniforms (semantic); at the exact level also
-# uniforms_are_v1s_generator_calls and seeded_requests_reproduce
+@register("independence", "vllm_requests_draw_independent_uniforms", level=SEMANTIC)
 def one_uniform_for_the_batch(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
                               generators, synthetic_conditional_rates):
     """Draws one uniform per draft position and shares it across every request of the batch."""
@@ -211,8 +364,7 @@ def one_uniform_for_the_batch(*, draft_token_ids, num_draft_tokens, target_logit
                       bonus_token_ids, is_greedy)
 
 
-# killed by: a_request_without_drafts_leaves_its_generator_alone (exact); also
-# seeded_requests_reproduce across steps
+@register("generator", "vllm_v1_makes_v1s_generator_calls")
 def draws_without_drafts(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
                          generators, synthetic_conditional_rates):
     """A seeded request with no drafts still draws its row of exponentials from its own generator."""
@@ -231,10 +383,54 @@ def draws_without_drafts(*, draft_token_ids, num_draft_tokens, target_logits, bo
                       bonus_token_ids, is_greedy)
 
 
+def _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates, uniforms,
+        recovered):
+    """V1's decision after its draws: ``recovered()`` the rejection tokens of sampling requests."""
+    target_argmax = target_logits.argmax(dim=-1)
+    chosen = target_argmax if bool(is_greedy.all()) else recovered()
+    return ref.decide(counts, draft_token_ids, uniforms, synthetic_conditional_rates, target_argmax, chosen,
+                      bonus_token_ids, is_greedy)
+
+
+@register("independence", "vllm_accepted_count_follows_the_per_position_rates", level=SEMANTIC)
+def uniform_reused_across_positions(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                                    generators, synthetic_conditional_rates):
+    """Draws one uniform per request and compares it with every position's rate."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=device),
+                                    torch.tensor(counts, dtype=torch.int64, device=device))
+    uniforms = torch.rand((len(counts),), dtype=torch.float64, device=device)[owner]
+    return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
+               uniforms, lambda: ref.v1_recovered(counts, draft_token_ids, target_logits,
+                                                  ref.v1_exponentials(counts, target_logits.shape[1], generators, device)))
+
+
+@register("generator", "vllm_a_seeded_request_reproduces_whatever_else_is_in_the_batch", level=SEMANTIC)
+def seeded_request_uses_the_default_generator(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids,
+                                              is_greedy, generators, synthetic_conditional_rates):
+    """Draws every request's uniforms and noise from the default generator, its own generator unused."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    uniforms = ref.v1_uniforms(counts, {}, device)
+    return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
+               uniforms, lambda: ref.v1_recovered(counts, draft_token_ids, target_logits,
+                                                  ref.v1_exponentials(counts, target_logits.shape[1], {}, device)))
+
+
+@register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft", level=SEMANTIC)
+def recovered_is_the_argmax(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                            generators, synthetic_conditional_rates):
+    """A sampling request's rejection emits the target's argmax without the rejected draft, not a sample."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    uniforms = ref.v1_uniforms(counts, generators, device)
+    ones = torch.ones((len(counts), target_logits.shape[1]), dtype=torch.float32, device=device)
+    return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
+               uniforms, lambda: ref.v1_recovered(counts, draft_token_ids, target_logits, ones))
+
+
 # -- V2's sampler (§17) ------------------------------------------------------------------------------------
 
 
-# correct (semantic level): its own uniforms, still a function of (seed, position) alone
+@register("correct")
 def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                      num_speculative_steps, synthetic_conditional_rates):
     """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position)."""
@@ -267,7 +463,7 @@ def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_log
     return sampled.to(target_logits.device), num_sampled.to(target_logits.device)
 
 
-# killed by: requests_draw_independent_uniforms
+@register("independence", "vllm_requests_draw_independent_uniforms")
 def v2_one_uniform_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                 num_speculative_steps, synthetic_conditional_rates):
     """Keys every uniform by the position alone, so requests at the same positions share them."""
@@ -275,3 +471,89 @@ def v2_one_uniform_per_position(*, target_logits, draft_sampled, cu_num_logits, 
         target_logits=target_logits, draft_sampled=draft_sampled, cu_num_logits=cu_num_logits, pos=pos,
         temperature=temperature, seed=torch.zeros_like(seed), num_speculative_steps=num_speculative_steps,
         synthetic_conditional_rates=synthetic_conditional_rates)
+
+
+@register("dtype", "vllm_results_have_their_layouts_shape_dtype_and_device")
+def v2_num_sampled_int64(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                         num_speculative_steps, synthetic_conditional_rates):
+    """Returns num_sampled as int64, the dtype of sampled, instead of int32."""
+    sampled, num_sampled = ref2.synthetic_rejection_sample_v2(
+        target_logits=target_logits, draft_sampled=draft_sampled, cu_num_logits=cu_num_logits, pos=pos,
+        temperature=temperature, seed=seed, num_speculative_steps=num_speculative_steps,
+        synthetic_conditional_rates=synthetic_conditional_rates)
+    return sampled, num_sampled.to(torch.int64)
+
+
+def _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+             synthetic_conditional_rates):
+    """V2's reference, then ``edit(sampled, num_sampled, start, n, greedy)`` on its outputs: the
+    one step the mutant gets wrong, after a correct walk."""
+    sampled, num_sampled = ref2.synthetic_rejection_sample_v2(
+        target_logits=target_logits, draft_sampled=draft_sampled, cu_num_logits=cu_num_logits, pos=pos,
+        temperature=temperature, seed=seed, num_speculative_steps=num_speculative_steps,
+        synthetic_conditional_rates=synthetic_conditional_rates)
+    start = cu_num_logits[:-1].to(torch.int64)
+    n = cu_num_logits[1:].to(torch.int64) - start - 1
+    return edit(sampled, num_sampled, start, n, temperature == 0)
+
+
+@register("tokens", "vllm_accepted_drafts_are_emitted_verbatim")
+def v2_emits_the_verifying_logits_token(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """Emits each accepted draft from its verifying logit's place in draft_sampled, one before the draft's own."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        cols = torch.arange(sampled.shape[1], device=sampled.device)
+        accepted = cols < (num_sampled.to(torch.int64) - 1)[:, None]
+        shifted = draft_sampled[(start[:, None] + cols).clamp(max=draft_sampled.shape[0] - 1)]
+        return torch.where(accepted, shifted, sampled), num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("tokens", "vllm_a_rejection_emits_the_targets_token")
+def v2_greedy_rejection_from_the_next_logit(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                            num_speculative_steps, synthetic_conditional_rates):
+    """A greedy request's rejection at draft i emits the argmax of logit i + 1, not of the logit that verified it."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        accepted = num_sampled.to(torch.int64) - 1
+        rejected = greedy & (accepted < n)
+        token = target_logits[(start + accepted + 1).clamp(max=target_logits.shape[0] - 1)].argmax(1)
+        rows = torch.arange(sampled.shape[0], device=sampled.device)
+        fixed = sampled.clone()
+        fixed[rows[rejected], accepted[rejected]] = token[rejected]
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("bonus", "vllm_a_full_acceptance_emits_the_bonus")
+def v2_bonus_from_the_last_drafts_logit(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """A greedy request that accepts all its drafts emits the argmax of its last draft's logit, not of the bonus logit."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        full = greedy & (num_sampled.to(torch.int64) - 1 == n) & (n > 0)
+        token = target_logits[start + (n - 1).clamp(min=0)].argmax(1)
+        rows = torch.arange(sampled.shape[0], device=sampled.device)
+        fixed = sampled.clone()
+        fixed[rows[full], n[full]] = token[full]
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+@register("tokens", "vllm_one_token_follows_the_accepted_drafts")
+def v2_counts_the_bonus_twice(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                              num_speculative_steps, synthetic_conditional_rates):
+    """After a full acceptance num_sampled is the accepted count plus two: the bonus counted twice."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        return sampled, num_sampled + (num_sampled.to(torch.int64) - 1 == n).to(torch.int32)
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)

@@ -1,12 +1,24 @@
-"""simacc's vLLM layouts (CONTRACT.md §16, §17) called through vLLM 0.33.0's own code.
+"""simacc's vLLM layouts (CONTRACT.md §13-§17) called through vLLM 0.33.0's own code: the glue
+docs/vllm.md gives, for ``simacc check simacc.contract.vllm_glue:NAME`` (and ``simacc engines``).
 
 Each function has the signature of its reference in :mod:`simacc.contract.vllm` or
 :mod:`simacc.contract.vllm_v2` and calls vLLM's shipped functions with the arguments vLLM's
-model runners build: the glue docs/vllm.md describes. vLLM is imported on the first call,
-so this module imports without it.
+model runners build. vLLM is imported on the first call, so this module imports without it.
 """
 
+import importlib.util
+import os
+
 import torch
+
+
+def unavailable():
+    """Why vLLM's synthetic paths cannot run here (one line), or None (docs/vllm.md says how)."""
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not importable (docs/vllm.md: the wheel's vllm/ and its dist-info on PYTHONPATH)"
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        return "no GPU and TRITON_INTERPRET is not 1: vLLM's Triton kernels cannot run here"
+    return None
 
 
 def resolve_synthetic_rates(*, num_speculative_tokens, synthetic_acceptance_rates=None,

@@ -1,0 +1,160 @@
+"""vLLM: the law of the samplers' draws (CONTRACT.md §16.2, §18.1-§18.3), whatever their generator,
+and V1's own generator calls at the exact level.
+
+The statistical properties run one batch of many requests, built from fixed seeds (the same
+verdict on every run for an implementation that draws from torch's seeded generator), and
+compare the empirical distribution with the contract's by the DKW inequality at
+``support.FALSE_ALARM`` (1e-6), as ``test_sampling.py`` does: a conforming implementation
+fails one with probability at most 1e-6, whatever stream it draws from. The sizes are the
+smallest that keep the mistakes of the zoo (a uniform shared by the batch or across a
+request's positions, a recovered token that is not sampled) far past the bound, since vLLM's
+kernels run a request at a time in Triton's interpreter.
+"""
+
+import torch
+
+from simacc.harness.assertions import check, check_equal
+from simacc.harness.catalogue import claim
+from simacc.properties import support, vllm
+
+SAMPLERS = ("vllm_v1", "vllm_v2")
+LAW_RATES = (0.8, 0.4, 0.2)  # unconditional; conditional (0.8, 0.5, 0.5)
+LAW_RUNS = 500  # eps = 0.120; one uniform reused across a request's positions moves the CDF by 0.3
+PAIRS = 300  # eps = 0.155; one uniform for the batch moves the CDF of the pairs' outcomes by 0.25
+RECOVERED_RUNS = 300  # eps = 0.155; the argmax instead of a sample moves it by 0.5
+VOCAB = 8
+
+
+def _seed(contract, r):
+    """Request ``r``'s seed: V2 seeds every request (distinct seeds, one position: the uniforms
+    then differ by seed alone); V1's come from the default generator."""
+    return 7919 * r + 1 if contract == "vllm_v2" else None
+
+
+def _conditional(rates):
+    return [p / (rates[i - 1] if i else 1.0) for i, p in enumerate(rates)]
+
+
+@claim(*SAMPLERS)
+def test_vllm_accepted_count_follows_the_per_position_rates(simacc):
+    """P(accepted >= i + 1) = p_i for requests of K real drafts (§18.1, DKW bound at 1e-6)."""
+    gen = torch.Generator().manual_seed(28)
+    contract, k = simacc.impl.contract, len(LAW_RATES)
+    batch = [vllm.Drafted(tuple(torch.randint(0, VOCAB, (k,), generator=gen).tolist()),
+                          torch.randn((k + 1, VOCAB), generator=gen), r % 2 == 0, _seed(contract, r))
+             for r in range(LAW_RUNS)]
+    case = vllm.sampler_case(contract, batch, _conditional(LAW_RATES), seed=28)
+    lengths = [a + 1 for a in vllm.accepted_counts(case, simacc.run(case))]
+    p = [1.0, *LAW_RATES, 0.0]
+    support.check_distribution(lengths, [p[j] - p[j + 1] for j in range(k + 1)],
+                               f"accepted + 1 over {LAW_RUNS} requests of {k} drafts, rates {list(LAW_RATES)}")
+
+
+@claim(*SAMPLERS)
+def test_vllm_requests_draw_independent_uniforms(simacc):
+    """Neighbouring requests accept their one draft (rate 1/2) independently: each pair's four outcomes 1/4 each (§18.2, DKW at 1e-6)."""
+    gen = torch.Generator().manual_seed(29)
+    contract = simacc.impl.contract
+    batch = [vllm.Drafted((int(torch.randint(0, VOCAB, (), generator=gen)),), torch.randn((2, VOCAB), generator=gen), True,
+                          _seed(contract, r)) for r in range(2 * PAIRS)]
+    case = vllm.sampler_case(contract, batch, [0.5], seed=29)
+    accepted = vllm.accepted_counts(case, simacc.run(case))
+    outcomes = [1 + 2 * first + second for first, second in zip(accepted[0::2], accepted[1::2])]
+    support.check_distribution(outcomes, [0.25] * 4, f"1 + 2 a_2j + a_2j+1 (whether requests 2j and 2j + 1 "
+                               f"accepted), {PAIRS} pairs")
+
+
+@claim(*SAMPLERS)
+def test_vllm_a_recovered_token_follows_the_target_without_the_rejected_draft(simacc):
+    """A sampling request's rejection emits a sample of the target without the rejected draft (§15.2, §18.1, DKW at 1e-6)."""
+    target = torch.tensor([0.4, 0.3, 0.2, 0.1]).log()  # draft 0 rejected: 1, 2, 3 with 1/2, 1/3, 1/6
+    contract = simacc.impl.contract
+    batch = [vllm.Drafted((0,), target.repeat(2, 1), False, _seed(contract, r)) for r in range(RECOVERED_RUNS)]
+    case = vllm.sampler_case(contract, batch, [0.0], seed=30)
+    tokens = [row[0] if row else -1 for row in vllm.emitted(case, simacc.run(case))]
+    support.check_distribution([t + 1 for t in tokens], [0.0, 0.5, 1 / 3, 1 / 6],
+                               f"1 + the token emitted after draft 0 was rejected, {RECOVERED_RUNS} requests")
+
+
+@claim(*SAMPLERS, case=vllm.cases_for_impl(min_bs=2))
+def test_vllm_a_seeded_request_reproduces_whatever_else_is_in_the_batch(simacc, case):
+    """A request with a seed of its own emits the same tokens alone, under another default seed, as in its batch (§18.3)."""
+    case = vllm.with_last_seeded(case, case.seed + 1)
+    alone = vllm.last_alone(case, case.seed + 2)
+    in_batch = vllm.emitted(case, simacc.run(case))[-1]
+    by_itself = vllm.emitted(alone, simacc.run(alone))[0]
+    check(by_itself == in_batch, f"the last request's tokens alone (default seed {alone.seed})", by_itself,
+          f"{in_batch}, as in its batch of {case.bs}", case)
+
+
+def _default_generator(device):
+    device = torch.device(device)
+    if device.type == "cpu":
+        return torch.default_generator
+    return torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
+
+
+def v1_draws(case, device):
+    """§16.2's calls, by hand, from the device's default generator seeded with ``case.seed``:
+    ``(uniforms, exponentials or None, generators, the default generator's state after)``;
+    the generator's state is put back."""
+    default = _default_generator(device)
+    before = default.get_state()
+    default.manual_seed(case.seed)
+    counts = case.counts
+    uniforms = torch.rand((sum(counts),), dtype=torch.float64, device=device)
+    generators = {r: torch.Generator(device).manual_seed(s) for r, s in enumerate(case.generator_seeds.values.tolist())
+                  if s >= 0}
+    starts = [sum(counts[:r]) for r in range(len(counts))]
+    for r, g in generators.items():
+        if counts[r]:
+            uniforms[starts[r] : starts[r] + counts[r]].uniform_(generator=g)
+    exponentials = None
+    if not bool(case.is_greedy.values.all()):
+        exponentials = torch.empty((case.bs, case.target_logits.values.shape[1]), dtype=torch.float32,
+                                   device=device).exponential_()
+        for r, g in generators.items():
+            if counts[r]:
+                exponentials[r].exponential_(generator=g)
+    after = default.get_state()
+    default.set_state(before)
+    return uniforms, exponentials, generators, after
+
+
+@claim("vllm_v1", levels=("exact",), case=vllm.cases_for_impl())
+def test_vllm_v1_makes_v1s_generator_calls(simacc, case):
+    """V1 exactly: its uniforms and exponentials from the calls §16.2 names, each generator left as those calls leave it (§16.2)."""
+    device = simacc.device
+    uniforms, exponentials, generators, after = v1_draws(case, device)
+    _default_generator(device).manual_seed(case.seed)  # the runner seeds the CPU's only
+    outcome = simacc.run(case)
+    state = outcome.rng_after if torch.device(device).type == "cpu" else _default_generator(device).get_state()
+    check(torch.equal(state, after), f"the default generator of {device} after the call", "in another state",
+          "in the state §16.2's calls leave it", case)
+    for r, g in generators.items():
+        same = torch.equal(outcome.args["generators"][r].get_state(), g.get_state())
+        check(same, f"request {r}'s generator after the call ({case.counts[r]} drafts)", "in another state",
+              "in the state §16.2's calls leave it" + ("" if case.counts[r] else ": untouched, having no drafts"), case)
+    u, c = uniforms.tolist(), case.synthetic_conditional_rates.values.double().tolist()
+    inv_q = None if exponentials is None else exponentials.reciprocal()
+    probs = case.target_logits.values.to(device).softmax(dim=-1, dtype=torch.float32)  # on the device: its bits
+    rows, start = [], 0
+    for req in vllm.requests(case):
+        a, n = 0, len(req.drafts)
+        while a < n and req.drafts[a] >= 0 and u[start + a] < c[a]:
+            a += 1
+        if a == n:
+            last = req.bonus
+        elif req.greedy:
+            last = req.rejection[a]
+        else:
+            kept = probs[start + a].clone()
+            if req.drafts[a] >= 0:
+                kept[req.drafts[a]] = 0.0
+            last = int((kept * inv_q[req.index]).argmax())
+        rows.append([*req.drafts[:a], last] + [-1] * (case.max_len - a - 1))
+        start += n
+    expected = torch.tensor(rows, dtype=torch.int32).reshape(case.bs, case.max_len).to(outcome.args["target_logits"].device)
+    check_equal("result", outcome.returned, expected, case,
+                role=lambda index: f"request {index[0]}'s column {index[1]}, with V1's draws")
+

@@ -1,0 +1,192 @@
+"""vLLM's layouts through simacc's commands and plugin, as sglang's go: each layout is inferred
+from its keyword names; ``simacc check`` finds a reference conformant and a mutant not, with a
+replay command that ``simacc repro`` reproduces; ``--list`` names the properties; the pytest
+plugin runs them.
+
+Marked ``vllm``: vLLM 0.33.0's own code, through the glue of :mod:`simacc.contract.vllm_glue`
+(the glue docs/vllm.md gives), checked by ``simacc check`` in a process of its own: conformant as
+shipped, not conformant with one line of its synthetic path wrong (a patched copy of the file
+in a tree of links to the rest). Skipped with the reason where vLLM is not importable.
+"""
+
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from test_strategies import reaches
+
+from simacc.commands import cli
+from simacc.contract import vllm_glue
+from simacc.harness import contracts, impl
+from simacc.harness import repro_files as reprofile
+from simacc.strategies import vllm as sv
+
+GLUE = "simacc.contract.vllm_glue"
+LAYOUTS = {  # contract: (the reference, the glue's function)
+    "vllm_settings": ("resolve_synthetic_rates", "resolve_synthetic_rates"),
+    "vllm_conversion": ("conditional_rates", "conditional_rates"),
+    "vllm_decision": ("synthetic_accept", "v1_synthetic_accept"),
+    "vllm_v1": ("synthetic_rejection_sample", "v1_synthetic_rejection_sample"),
+    "vllm_v2": ("synthetic_rejection_sample_v2", "v2_synthetic_rejection_sample"),
+}
+
+
+@pytest.fixture
+def workdir(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # loading an IMPL appends folders
+    return tmp_path
+
+
+@pytest.mark.parametrize("contract", list(LAYOUTS))
+def test_each_layout_is_inferred_from_its_keyword_names(contract, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    reference, glue = LAYOUTS[contract]
+    assert impl.load(f"simacc:{reference}").contract == contract
+    assert impl.load(f"{GLUE}:{glue}").contract == contract  # vLLM is imported on the first call only
+
+
+@pytest.mark.parametrize("strategy", [sv.synthetic_settings(), sv.bad_settings("knobs"), sv.bad_settings("range"),
+                                      sv.conversion_cases(), sv.decision_cases(max_bs=8), sv.v1_cases(max_bs=8),
+                                      sv.v2_cases(max_bs=8)], ids=lambda s: repr(s)[:30])
+def test_each_case_type_round_trips_through_a_repro_file(strategy):
+    """float64 values (edge uniforms a float64 apart), NaN rates and a knob left out (null) included."""
+
+    def round_trip(case):
+        contract = next(c.name for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__)
+        record = reprofile.Repro("p", "m", contract, "x:y", "cpu", "", case)
+        again = reprofile.parse(reprofile.dumps(record)).case
+        assert reprofile.encode_case(again) == reprofile.encode_case(case) and again.problem() is None
+        assert all(torch.equal(a.values, b.values) for a, b in zip(again.tensors().values(), case.tensors().values())
+                   if not a.values.is_floating_point() or not a.values.isnan().any())
+        return False
+
+    assert not reaches(strategy, round_trip, examples=20)
+
+
+def check(capsys, *argv, examples=5):
+    code = cli.main(["check", "--device", "cpu", "--max-examples", str(examples), "--seed", "0", "-n", "0", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_v2_reference_is_conformant_and_its_tail_never_judged(workdir, capsys):
+    code, out, _ = check(capsys, "simacc:synthetic_rejection_sample_v2", "--json", "v.json")
+    data = json.loads((workdir / "v.json").read_text())
+    assert code == 0 and "CONFORMANT: 13 pass" in out, out
+    assert "contract:  vllm_v2 (inferred from the signature); level semantic\n" in out  # no fixed token id
+    assert data["verdict"] == "conformant" and {r["status"] for r in data["results"]} == {"pass"}
+
+
+def test_a_mutant_is_not_conformant_and_its_replay_command_reproduces_it(workdir, capsys):
+    spec = "simacc.zoo.vllm:accepts_placeholders"
+    code, out, _ = check(capsys, spec, "--property", "vllm_placeholder_drafts_are_never_accepted", "--json", "v.json",
+                         "--junitxml", "v.xml", examples=20)
+    assert code == 1 and "NOT CONFORMANT" in out
+    failed = json.loads((workdir / "v.json").read_text())["results"][0]
+    first = failed["message"].splitlines()[0]
+    assert first.startswith("the drafts request ") and ", but should be at most " in first, first
+    assert "is a placeholder (-1) [K=" in first and "requests]" in first  # the request, its role, the sizes
+    assert failed["replay"] in out and failed["replay"] in (workdir / "v.xml").read_text()
+    assert cli.main(shlex.split(failed["replay"])[1:]) == 1  # the printed command, as a user pastes it
+    replayed = capsys.readouterr().out
+    assert "FAIL: the drafts request " in replayed and "case=DecisionCase(" in replayed
+    reference = ["repro", failed["repro"], "--impl", "simacc:synthetic_accept"]
+    assert cli.main(reference) == 0 and "pass: " in capsys.readouterr().out
+
+
+def test_list_names_the_properties_of_the_layout(workdir, capsys):
+    code = cli.main(["check", "simacc:conditional_rates", "--list"])
+    out = capsys.readouterr().out
+    assert code == 0 and "vllm_conditional_rates_are_quotients_of_the_unconditional_ones" in out
+    assert "vllm_decision_is_exact_given_the_uniforms" not in out and "2 properties apply" in out
+
+
+def test_the_plugin_runs_the_properties_of_a_vllm_layout(workdir):
+    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "simacc.properties", "-q", "-p", "no:randomly",
+                           "--simacc-impl=simacc:resolve_synthetic_rates", "--simacc-max-examples=5", "-n", "0"],
+                          capture_output=True, text=True, cwd=workdir)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "8 passed" in done.stdout, done.stdout[-2000:]
+
+
+# -- vLLM's own code (marked vllm; skipped where vLLM is not importable) ----------------------------------------
+
+
+needs_vllm = pytest.mark.skipif(vllm_glue.unavailable() is not None, reason=str(vllm_glue.unavailable()))
+# Triton's interpreter runs a request at a time (V2 ~75 ms): a few examples of each property as shipped, more
+# of the one property a wrong line must fail; a call's limit for the law's batches of hundreds of requests
+VLLM_OPTIONS = ("--device", "cpu", "--seed", "0", "-n", "0", "--timeout", "600")
+AS_SHIPPED, WRONG = 5, 30  # examples per property
+
+
+def check_vllm(tmp_path, glue, *, examples, pythonpath=None, properties=()):
+    """``simacc check`` of the glue's function in a process of its own; ``(exit code, verdict JSON, output)``."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
+    selected = [arg for pid in properties for arg in ("--property", pid)]
+    done = subprocess.run([sys.executable, "-m", "simacc", "check", f"{GLUE}:{glue}", *VLLM_OPTIONS,
+                           "--max-examples", str(examples), *selected,
+                           "--json", str(tmp_path / "v.json")], capture_output=True, text=True, cwd=tmp_path, env=env)
+    return done.returncode, json.loads((tmp_path / "v.json").read_text()), done.stdout + done.stderr
+
+
+@pytest.mark.vllm
+@needs_vllm
+@pytest.mark.parametrize("contract", list(LAYOUTS))
+def test_vllm_as_shipped_is_conformant(contract, tmp_path):
+    code, data, out = check_vllm(tmp_path, LAYOUTS[contract][1], examples=AS_SHIPPED)
+    assert code == 0 and data["header"]["contract"] == contract, out[-3000:]
+
+
+# one line of vLLM 0.33.0's synthetic path made wrong: (file, the line as shipped, the line instead, layout, property)
+WRONG_LINES = {
+    "V1's greedy kernel accepts a placeholder": (
+        "vllm/v1/sample/rejection_sampler.py", "accepted = (uniform_prob < rate) and draft_token_id >= 0",
+        "accepted = uniform_prob < rate", "v1_synthetic_accept", "vllm_placeholder_drafts_are_never_accepted"),
+    "V1's greedy kernel emits the draft on a rejection": (
+        "vllm/v1/sample/rejection_sampler.py", "token_id = draft_token_id if accepted else target_argmax_id",
+        "token_id = draft_token_id", "v1_synthetic_accept", "vllm_a_rejection_emits_the_targets_token"),
+    "V2's greedy path accepts a placeholder": (
+        "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py", "\n                accepted &= is_valid_draft\n",
+        "\n", "v2_synthetic_rejection_sample", "vllm_placeholder_drafts_are_never_accepted"),
+    "the conversion returns the rates unconverted": (
+        "vllm/v1/spec_decode/utils.py", "return [p / q if q > 0.0 else 0.0 for p, q in zip(rates, [1.0, *rates[:-1]])]",
+        "return list(rates)", "conditional_rates", "vllm_conditional_rates_are_quotients_of_the_unconditional_ones"),
+    "a schedule of the right mean and the wrong spread": (
+        "vllm/config/speculative.py", "[1.0] * num_full + [num_drafts - num_full] + [0.0] * (n - num_full - 1)",
+        "[num_drafts / n] * n", "resolve_synthetic_rates", "vllm_a_length_becomes_the_minimum_variance_schedule"),
+}
+
+
+def patched_tree(tmp_path, relative, shipped, instead):
+    """A tree of links to vLLM's files (its dist-info beside) with ``relative`` a copy whose one
+    occurrence of ``shipped`` reads ``instead``; its folder, to go first on PYTHONPATH."""
+    source = Path(importlib.util.find_spec("vllm").origin).parent.parent
+    tree = tmp_path / "vllm-patched"
+    tree.mkdir()
+    for name in ["vllm", *(p.name for p in source.glob("vllm-*.dist-info"))]:
+        subprocess.run(["cp", "-rs", str(source / name), str(tree / name)], check=True)
+    target = tree / relative
+    text = target.read_text()
+    assert text.count(shipped) == 1, f"{relative} no longer has the line {shipped.strip()!r} once"
+    target.unlink()
+    target.write_text(text.replace(shipped, instead))
+    return tree
+
+
+@pytest.mark.vllm
+@needs_vllm
+@pytest.mark.parametrize("what", list(WRONG_LINES))
+def test_vllm_with_one_line_wrong_is_not_conformant(what, tmp_path):
+    relative, shipped, instead, glue, killer = WRONG_LINES[what]
+    code, data, out = check_vllm(tmp_path, glue, examples=WRONG, properties=(killer,),
+                                 pythonpath=patched_tree(tmp_path, relative, shipped, instead))
+    assert code == 1 and [r["status"] for r in data["results"]] == ["FAIL"], out[-3000:]
