@@ -26,6 +26,7 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
     first pass (100 examples per property) finds it, and a Ctrl-C then ends the session with
     its summary, not a traceback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
+    env["PYTHONFAULTHANDLER"] = "1"  # a SIGABRT then prints where each thread of the session was
     proc = subprocess.Popen([sys.executable, "-m", "simacc", "fuzz", MUTANT, "--device", "cpu", "-n", "1",
                              "--minutes", "1", "--repro-dir", "found"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -37,7 +38,16 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
             break
     found_after = time.monotonic() - start
     proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=60)
+    try:
+        rest, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            rest, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rest, _ = proc.communicate()
+        pytest.fail("the session had not ended 60 s after its Ctrl-C; where it was:\n" + "".join(seen) + rest)
     out = "".join(seen) + rest
     assert proc.returncode == 130, out
     assert found_after < 60, out
