@@ -7,15 +7,17 @@ shared between processes: ``tests/test_database.py``."""
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from simacc.commands import cli, fuzz
-from simacc.harness import session
+from simacc.harness import interrupts, session
 
 MUTANT = "simacc.zoo.eagle:fixed_id_only_at_accepted_slots"  # fixed mode writes only the accepted slots
 MODULE = "simacc/properties/test_fixed.py"
@@ -53,9 +55,53 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
     assert found_after < 60, out
     assert "interrupted after" in out and "INTERRUPTED: " in out and "(exit 130)" in out
     assert "  database:  .hypothesis/examples (profile thorough's)" in out
-    (repro,) = (tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json")
+    repros = list((tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json"))
+    assert len(repros) == 1, out
+    (repro,) = repros
     assert f"  fixed_mode_fills_predict_with_the_fixed_id[cpu]: simacc repro found{os.sep}{repro.name} --impl " in out
     assert "KeyboardInterrupt" not in out and "Traceback" not in out and "!!!" not in out, out
+
+
+def test_a_ctrl_c_while_a_pass_starts_is_taken_once_the_pass_can_be_stopped(ctrl_c):
+    """Interrupted half-way through its start, a pass would run on with nobody to stop it:
+    the Ctrl-C is held back until its handle is kept."""
+    kept = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            kept.append(subprocess.Popen([sys.executable, "-c", "pass"]))
+    (child,) = kept
+    assert child.wait(60) == 0
+
+
+def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaitable():
+    """A ``KeyboardInterrupt`` raised inside ``Popen.poll`` can leave its lock held, and every
+    later wait for the child then blocks forever: a session that never ends after its Ctrl-C
+    (CI saw one). Hundreds of Ctrl-Cs at chance moments (a timer's, as a terminal's come:
+    whenever the kernel delivers them) while the session looks at its child again and again
+    (:func:`session.ended`, what its supervisors poll with): the child can still be waited
+    for."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    moments = random.Random(0)
+    before = signal.signal(signal.SIGALRM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
+    before_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for _ in range(300):
+            try:
+                signal.setitimer(signal.ITIMER_REAL, moments.uniform(1e-5, 3e-4))
+                while session.ended(child) is None:
+                    pass
+            except KeyboardInterrupt:
+                pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+        signal.signal(signal.SIGINT, before_int)
+    child.kill()
+    waiter = threading.Thread(target=child.wait, daemon=True)
+    waiter.start()
+    waiter.join(30)
+    assert not waiter.is_alive(), "the child could no longer be waited for: Popen's lock was left held"
 
 
 # -- scripted passes -----------------------------------------------------------------------------

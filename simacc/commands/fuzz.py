@@ -44,7 +44,7 @@ from pathlib import Path
 
 from simacc.commands import check, terminal, verdict
 from simacc.commands.exits import Exit, SessionError
-from simacc.harness import contracts, session
+from simacc.harness import contracts, interrupts, session
 from simacc.harness import settings as opts
 from simacc.harness.status import CHECKED, FAILED, Status, failures_first, worst
 
@@ -287,7 +287,8 @@ class Session:
                                             max_examples=examples_in_pass(worker.passes, self.chosen.max_examples))
         modules = sorted(properties_dir().glob("test_*.py"))
         worker.seeds.shuffle(modules)
-        worker.running = session.Running(worker.chosen, 1, targets=list(map(str, modules)))
+        with interrupts.deferred():  # a Ctrl-C now is taken once the pass can be stopped
+            worker.running = session.Running(worker.chosen, 1, targets=list(map(str, modules)))
         worker.stopped = False
 
     def _hear(self, worker):

@@ -4,10 +4,17 @@ Both arrive as the same exception. While a :class:`Recorder` is active, the ``SI
 handler counts each signal before doing what the previous handler did (Python's own raises
 ``KeyboardInterrupt``), so a ``KeyboardInterrupt`` that comes with no new signal was raised
 by the code: a failure of the property, not the user stopping the run.
+
+A Ctrl-C can also land where an exception breaks what it interrupts (half-way through
+starting a child, inside ``Popen.poll``): :func:`deferred` holds it back until such a
+block ends.
 """
 
+import contextlib
 import signal
 import threading
+
+STOPS = {signal.SIGINT, signal.SIGTERM}  # what stops a session (Ctrl-C, a CI's time limit)
 
 
 class Recorder:
@@ -40,3 +47,28 @@ class Recorder:
     def real_since(self, count):
         """Whether a ``SIGINT`` arrived since the count was ``count``."""
         return self.count > count
+
+
+@contextlib.contextmanager
+def deferred():
+    """Hold Ctrl-C and SIGTERM back while the block runs, and hand one that came to its
+    handler when the block ends. For a block that a ``KeyboardInterrupt`` must not cut in
+    two: starting a child and keeping its handle (cut, the child runs on with nobody to stop
+    it), or a look at a child (:func:`simacc.harness.session.ended`). Python runs signal
+    handlers in the main thread only: elsewhere there is nothing to hold back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came = []
+    previous = {}
+    for number in STOPS:
+        if callable(signal.getsignal(number)):  # an ignored or default one raises nothing
+            previous[number] = signal.signal(number, lambda signum, frame: came.append((signum, frame)))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if came:
+            signum, frame = came[0]
+            previous[signum](signum, frame)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simacc.harness import settings as opts
-from simacc.harness import stream, watch
+from simacc.harness import interrupts, stream, watch
 from simacc.harness.status import FAILED, Status
 
 POLL_S = 0.1
@@ -67,6 +67,15 @@ class Heard:
     @property
     def finished(self):
         return len(self.of("finished")) >= self.sessions
+
+
+def ended(child):
+    """``child.poll()`` with Ctrl-C held back: a ``KeyboardInterrupt`` raised inside it can
+    leave the lock of :class:`subprocess.Popen` held (between its acquire and its ``try``),
+    and every later wait for the child then blocks forever. A poll is quick; the Ctrl-C is
+    raised as it returns."""
+    with interrupts.deferred():
+        return child.poll()
 
 
 class Deadline:
@@ -135,7 +144,7 @@ class Supervisor:
     def poll(self):
         """Whether the child still runs; enforces the deadline."""
         self.deadline.check()
-        return self.child.poll() is None
+        return ended(self.child) is None
 
     def wait(self, on_poll=None):
         """Wait for the child, calling ``on_poll()`` between looks; its return code."""
@@ -328,7 +337,7 @@ class Running:
     def done(self):
         """Whether the session has ended; enforces the deadline (as :meth:`Supervisor.poll`)."""
         self.deadline.check()
-        return self.child.poll() is not None
+        return ended(self.child) is not None
 
     def overdue(self):
         """The test running now when its call has outlasted its time limit: ``(nodeid, seconds
