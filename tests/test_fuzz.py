@@ -38,6 +38,9 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
         seen.append(line)
         if "new failure: fixed_mode_fills_predict_with_the_fixed_id" in line:
             break
+    else:
+        proc.wait()
+        pytest.fail(f"the session ended (exit {proc.returncode}) without finding the failure:\n" + "".join(seen))
     found_after = time.monotonic() - start
     proc.send_signal(signal.SIGINT)
     try:
@@ -55,9 +58,7 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
     assert found_after < 60, out
     assert "interrupted after" in out and "INTERRUPTED: " in out and "(exit 130)" in out
     assert "  database:  .hypothesis/examples (profile thorough's)" in out
-    repros = list((tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json"))
-    assert len(repros) == 1, out
-    (repro,) = repros
+    (repro,) = (tmp_path / "found").glob("fixed_mode_fills_predict_with_the_fixed_id-*.json")
     assert f"  fixed_mode_fills_predict_with_the_fixed_id[cpu]: simacc repro found{os.sep}{repro.name} --impl " in out
     assert "KeyboardInterrupt" not in out and "Traceback" not in out and "!!!" not in out, out
 
