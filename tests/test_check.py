@@ -101,6 +101,17 @@ def test_the_reference_is_conformant_and_exits_0_with_a_progress_line_per_test_o
     assert second.startswith(f"[2/2] {REAL}[cpu]: pass (") and "\r" not in err
 
 
+def test_a_property_checked_in_every_grad_mode_has_one_progress_line_once_each_mode_ran_it(workdir, capsys):
+    """Its tests in the later grad mode run in a session of their own that starts later: its
+    one line waits for them, and the count never passes its total."""
+    code, out, err = run(capsys, REFERENCE, properties=(INDEX, "result_aliases_no_input"), verbose=False)
+    assert code == 0, out
+    lines = sorted(err.splitlines())
+    assert [line.split(" ", 1)[0] for line in lines] == ["[1/2]", "[2/2]"], err
+    (aliasing,) = [line for line in lines if " result_aliases_no_input: " in line]
+    assert aliasing.endswith(", 10 examples)"), err  # 5 in each grad mode
+
+
 class Terminal(io.StringIO):
     def isatty(self):
         return True

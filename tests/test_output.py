@@ -174,6 +174,22 @@ def test_the_log_progress_names_a_property_whose_tests_disagree():
     assert stream.getvalue() == "[1/1] a: pass, 1 skipped (0.5 s, 2 examples)\n"
 
 
+def test_the_log_progress_counts_each_property_once_across_the_grad_modes_sessions():
+    """A property checked in every grad mode has tests in the later sessions too, which start
+    after the first one's properties may be done: the first session says them (``other_modes``)
+    so that its line waits for them, and the count never passes its total."""
+    stream = io.StringIO()
+    shown = progress.Progress(stream)
+    shown.collected(["p/t.py::test_a[cpu-inference]", "p/t.py::test_b[cpu]"], 0)
+    shown.collected(["p/t.py::test_a[cpu-no_grad]"], "later")
+    for nodeid in ("p/t.py::test_a[cpu-inference]", "p/t.py::test_b[cpu]"):
+        shown.finished(verdict.PropertyResult(nodeid[10], Status.PASS, 1, 0.25, nodeid=nodeid))
+    shown.collected(["p/t.py::test_a[cpu-no_grad]"], 1)  # the later session starts
+    shown.finished(verdict.PropertyResult("a", Status.PASS, 1, 0.25, nodeid="p/t.py::test_a[cpu-no_grad]"))
+    assert stream.getvalue() == "[1/2] b: pass (0.2 s, 1 example)\n[2/2] a: pass (0.5 s, 2 examples)\n"
+    assert shown.total == 3
+
+
 @pytest.mark.parametrize("statuses, said", [
     ((Status.SKIPPED, Status.SKIPPED), "skipped"),  # once "expected failure, 2 skipped"
     ((Status.SKIPPED, Status.NOT_RUN), "1 skipped, 1 not run"),

@@ -200,6 +200,8 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
                 print(format_header(header_of(chosen, loaded, given)), flush=True)
         elif kind == "collected":
             progress.collected(event["nodeids"], event.get("session", 0))
+        elif kind == "other_modes":  # the tests the later sessions will run, before they start
+            progress.collected(event["nodeids"], "later")
         elif kind == "started":
             progress.started(event["nodeid"])
         elif kind == "result":

@@ -29,10 +29,12 @@ class Progress:
 
     def collected(self, nodeids, session=0):
         """The tests a session collected (each of its xdist workers says it; any one is the
-        whole list of that session's)."""
+        whole list of that session's), or, as session ``"later"``, those the first session
+        left to the later grad modes' sessions: counted from the start, so that a property
+        checked in several modes has one line, once its tests in every mode are done."""
         if len(nodeids) >= len(self.collections.get(session, ())):
             self.collections[session] = nodeids
-            every = [n for ids in self.collections.values() for n in ids]
+            every = list(dict.fromkeys(n for ids in self.collections.values() for n in ids))
             self.total = len(every)
             self.tests = Counter(verdict.split_nodeid(n)[0] for n in every)
 

@@ -114,7 +114,8 @@ def pytest_collection_modifyitems(session, config, items):
     elsewhere = {item for item in keep if _context(item, st.settings) != running}  # another mode's processes run it
     keep -= elsewhere
     if elsewhere:  # a command starts the sessions of those modes only (harness.session)
-        stream.emit(st.stream, "other_modes", modes=sorted({_context(item, st.settings) for item in elsewhere}))
+        stream.emit(st.stream, "other_modes", modes=sorted({_context(item, st.settings) for item in elsewhere}),
+                    nodeids=sorted(item.nodeid for item in elsewhere))
     dropped = [item for item in ours if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
