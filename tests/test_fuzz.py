@@ -75,7 +75,7 @@ def test_a_ctrl_c_while_a_pass_starts_is_taken_once_the_pass_can_be_stopped(ctrl
     assert child.wait(60) == 0
 
 
-def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaitable():
+def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaitable(ctrl_c):
     """A ``KeyboardInterrupt`` raised inside ``Popen.poll`` can leave its lock held, and every
     later wait for the child then blocks forever: a session that never ends after its Ctrl-C
     (CI saw one). Hundreds of Ctrl-Cs at chance moments (a timer's, as a terminal's come:
@@ -85,7 +85,6 @@ def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaita
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     moments = random.Random(0)
     before = signal.signal(signal.SIGALRM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
-    before_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         for _ in range(300):
             try:
@@ -97,7 +96,6 @@ def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaita
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
-        signal.signal(signal.SIGINT, before_int)
     child.kill()
     waiter = threading.Thread(target=child.wait, daemon=True)
     waiter.start()
