@@ -8,7 +8,7 @@ option is namespaced because this file is also read where a project checks an ed
 install of simacc from this checkout.
 
 Each process that runs tests makes the copy that fresh processes start from
-(:mod:`simacc.harness.fresh`) before the tests are collected: the self-tests import the zoo at
+(:mod:`simacc.harness.processes.fresh`) before the tests are collected: the self-tests import the zoo at
 collection, and ranks forked from a copy that already holds an implementation's module would
 not import it anew (they would be new interpreters instead, a second of torch each)."""
 
@@ -39,7 +39,6 @@ def pytest_collection(session):
     if session.config.pluginmanager.has_plugin("dsession"):
         return  # pytest-xdist's controller: its workers collect and run the tests
     import simacc.properties  # noqa: F401 - names what the catalogue judges with, for the record below
-    from simacc.harness import fresh, tamper
+    from simacc.harness.call import impl
 
-    tamper.baseline()
-    fresh.prepare()
+    impl.prepare()

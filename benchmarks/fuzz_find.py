@@ -75,9 +75,9 @@ def _populate(database, n):
     from hypothesis import Phase, settings
 
     from simacc import properties
-    from simacc.harness import impl as impls
-    from simacc.harness import profiles
-    from simacc.harness.runner import Runner
+    from simacc.harness.call import impl as impls
+    from simacc.harness.call.runner import Runner
+    from simacc.harness.config import profiles
 
     prop = properties.find(PROPERTY)
     under = settings(profiles.for_session("default"), database=database, phases=[Phase.generate], max_examples=50,
@@ -97,7 +97,7 @@ def _populate(database, n):
 def _key(prop, implementation):
     from hypothesis.internal.reflection import function_digest
 
-    from simacc.harness.runner import Runner
+    from simacc.harness.call.runner import Runner
 
     return function_digest(prop._keyed(Runner(implementation, "cpu"), {}))
 
@@ -106,9 +106,9 @@ def _replay_here(database):
     from hypothesis import settings
 
     from simacc import properties
-    from simacc.harness import impl as impls
-    from simacc.harness import profiles
-    from simacc.harness.runner import Runner
+    from simacc.harness.call import impl as impls
+    from simacc.harness.call.runner import Runner
+    from simacc.harness.config import profiles
 
     under = settings(profiles.for_session("default"), database=database, phases=profiles.REPLAY)
     start = time.perf_counter()
@@ -124,7 +124,7 @@ def _replay_here(database):
 def replay(sizes):
     from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
-    from simacc.harness import profiles
+    from simacc.harness.config import profiles
 
     server = None
     binary = shutil.which("redis-server")

@@ -37,7 +37,7 @@ part catalogue last -- env CI=true "$py" -m pytest properties -q -p no:cacheprov
 
 # every torch reference and correct zoo entry (the JAX ones run on the CPU), at its level
 checked=$("$py" -c 'from simacc import zoo
-from simacc.harness import contracts
+from simacc.harness.config import contracts
 specs = [(c.reference, "exact") for c in contracts.CONTRACTS.values() if c.keyword_style != "jax"]
 specs += [(e.spec, e.level) for e in zoo.CORRECT.values() if "jax" not in e.requires]
 print(" ".join(f"{spec}@{level}" for spec, level in specs))')

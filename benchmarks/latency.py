@@ -23,7 +23,7 @@ import time
 import torch
 
 import simacc as sa
-from simacc.harness.settings import argtype, positive_int
+from simacc.harness.config.settings import argtype, positive_int
 from simacc.zoo.correct import plain_eager
 
 BATCH_SIZES = (1, 64, 256)

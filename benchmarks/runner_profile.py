@@ -16,8 +16,8 @@ import io
 import pstats
 import time
 
-from simacc.harness import impl
-from simacc.harness.runner import Runner
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
 
 try:
     from simacc.properties import support

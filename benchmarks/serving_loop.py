@@ -13,8 +13,9 @@ import time
 from hypothesis import settings
 
 from simacc import properties
-from simacc.harness import grad_modes, impl, profiles
-from simacc.harness.runner import Runner
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
+from simacc.harness.config import grad_modes, profiles
 
 LOOPS = (("serving_loop_conforms_at_every_step", "eagle", "exact"),
          ("serving_loop_conforms_at_every_step", "eagle", "semantic"),

@@ -1,7 +1,7 @@
 """The property catalogue: the claims every conforming implementation must satisfy.
 
 Each ``test_*`` function of a ``test_*`` module here is one property, declared with
-:func:`simacc.harness.catalogue.claim`; its id is the function's name without ``test_``.
+:func:`simacc.harness.judging.catalogue.claim`; its id is the function's name without ``test_``.
 Installed, this folder is ``simacc.properties``: run it with
 ``pytest --pyargs simacc.properties --simacc-impl IMPL``.
 """
@@ -9,7 +9,8 @@ Installed, this folder is ``simacc.properties``: run it with
 import importlib
 import pkgutil
 
-from simacc.harness.catalogue import judged_with, property_of
+from simacc.harness.call.judges import judged_with
+from simacc.harness.judging.catalogue import property_of
 
 REGRESSIONS = "test_regressions"  # the corpus replay: it runs first
 judged_with(f"{__name__}.support", "simacc.strategies")  # the oracles and the cases' strategies judge too
@@ -22,7 +23,7 @@ def modules():
 
 
 def every_property():
-    """Every :class:`~simacc.harness.catalogue.Property`, in module order."""
+    """Every :class:`~simacc.harness.judging.catalogue.Property`, in module order."""
     found = []
     for name in modules():
         module = importlib.import_module(name)
@@ -40,8 +41,8 @@ def find(pid):
 
 def of_repro(record):
     """The property a repro record names, checked against the record's contract;
-    :class:`~simacc.harness.repro_files.ReproError` (one line) when unusable."""
-    from simacc.harness.repro_files import ReproError
+    :class:`~simacc.harness.model.repro_files.ReproError` (one line) when unusable."""
+    from simacc.harness.model.repro_files import ReproError
 
     try:
         prop = find(record.property)

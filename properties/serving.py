@@ -23,7 +23,7 @@ with the same batch and checks their lengths against the documented distribution
 DKW bound at ``1e-6 / examples`` a burst (a program bursts once, so at most 1e-6 a property
 run).
 
-The machine records its program (:class:`~simacc.harness.programs.Program`); after each run
+The machine records its program (:class:`~simacc.harness.model.programs.Program`); after each run
 it leaves it as the runner's ``last``, so a failure's repro file holds the shrunk program,
 and :meth:`ServingLoop.replay` runs a program from a file, every check included.
 
@@ -44,11 +44,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 import simacc as sa
 from simacc.contract.sampling import sample_simulated_acc_len
-from simacc.harness import contracts, grad_modes
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.cases import DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
-from simacc.harness.programs import Program
-from simacc.harness.repro_files import ReproError
+from simacc.harness.config import contracts, grad_modes
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.model.cases import DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
+from simacc.harness.model.programs import Program
+from simacc.harness.model.repro_files import ReproError
 from simacc.properties import support
 from simacc.strategies import functional as fn
 from simacc.strategies import scalars as sc

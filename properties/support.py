@@ -2,8 +2,8 @@
 oracles (expectations computed the plain way from a case, with lists and small loops, never
 through the reference) and one helper per check that several properties make.
 
-A strategy here is a function of the :class:`~simacc.harness.impl.Implementation` (what
-:func:`~simacc.harness.catalogue.claim` accepts): a legacy implementation has only the
+A strategy here is a function of the :class:`~simacc.harness.call.impl.Implementation` (what
+:func:`~simacc.harness.judging.catalogue.claim` accepts): a legacy implementation has only the
 fixed token mode, a positional call style can leave out fewer arguments, a port may write
 another fixed id.
 """
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
-from simacc.harness.assertions import check, check_equal, describe
-from simacc.harness.cases import EagleCase, TensorArg
-from simacc.harness.distributions import Distribution
+from simacc.harness.judging.assertions import check, check_equal, describe
+from simacc.harness.judging.distributions import Distribution
+from simacc.harness.model.cases import EagleCase, TensorArg
 
 FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
 

@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from simacc import strategies as sx
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 logits_left_out = sx.dflash_cases().filter(lambda c: c.next_token_logits is None).map(

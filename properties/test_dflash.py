@@ -5,8 +5,8 @@ there is no ``> 0`` check on the length."""
 import torch
 
 from simacc import strategies as sx
-from simacc.harness.assertions import check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 INPUTS = ("candidates", "target_predict", "next_token_logits")

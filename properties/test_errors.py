@@ -8,7 +8,7 @@ rely on it.
 """
 
 from simacc import strategies as sx
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")

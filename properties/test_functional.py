@@ -13,8 +13,8 @@ import dataclasses
 import torch
 
 from simacc.contract import jaxbridge
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 INPUTS = ("accept_index", "predict", "candidates", "target_predict", "valid_mask")

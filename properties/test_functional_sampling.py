@@ -21,10 +21,10 @@ import torch
 
 from simacc import strategies as sx
 from simacc.contract import jaxbridge
-from simacc.harness.assertions import check
-from simacc.harness.cases import FunctionalCase, TensorArg
-from simacc.harness.catalogue import claim
-from simacc.harness.distributions import Distribution
+from simacc.harness.judging.assertions import check
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.judging.distributions import Distribution
+from simacc.harness.model.cases import FunctionalCase, TensorArg
 from simacc.properties import support
 
 RUNS = 300

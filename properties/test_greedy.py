@@ -7,8 +7,8 @@ import torch
 
 import simacc as sa
 from simacc import strategies as sx
-from simacc.harness.assertions import check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 

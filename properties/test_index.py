@@ -2,8 +2,8 @@
 
 import torch
 
-from simacc.harness.assertions import check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")

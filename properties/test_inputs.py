@@ -5,9 +5,9 @@ inference tensor, which a server in that mode may update and one outside it may 
 
 import torch
 
-from simacc.harness import grad_modes
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.config import grad_modes
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")

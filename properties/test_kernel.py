@@ -12,9 +12,9 @@ import itertools
 import torch
 
 from simacc import strategies as sx
-from simacc.harness.assertions import check_equal
-from simacc.harness.cases import KernelCase, TensorArg
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check_equal
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.model.cases import KernelCase, TensorArg
 from simacc.properties import support
 
 cases = sx.kernel_cases()

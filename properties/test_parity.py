@@ -6,7 +6,7 @@ CPU is the baseline. They run for each CUDA device the session selects, and are 
 the reason unless a CPU is selected too."""
 
 from simacc import strategies as sx
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 

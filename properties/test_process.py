@@ -4,13 +4,13 @@ state (default dtype and device, grad mode, the deterministic-algorithms flag, t
 count), the working directory and the signal handlers as they were.
 
 The runner restores whatever a call (or the import) changed, so the rest of the run never
-sees it (:mod:`simacc.harness.process_state`); this property is where the change fails the
+sees it (:mod:`simacc.harness.call.process_state`); this property is where the change fails the
 implementation. A call that raises must leave the process alone too.
 """
 
-from simacc.harness import contracts
-from simacc.harness.assertions import check
-from simacc.harness.catalogue import claim
+from simacc.harness.config import contracts
+from simacc.harness.judging.assertions import check
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 

@@ -2,7 +2,7 @@
 same seed, in processes that each imported the implementation anew, gives every rank the same
 ``L`` and the same bytes.
 
-The property keeps two ranks for the whole test (:meth:`~simacc.harness.runner.Runner.in_ranks`)
+The property keeps two ranks for the whole test (:func:`simacc.harness.sessions.ranks.of`)
 and sends each drawn case to both, so the ranks make the same sequence of calls from their
 first: an implementation that draws from the operating system, the clock, its process id or
 an unseeded numpy generator gives them different lengths, at either level. The kernel op is
@@ -11,9 +11,10 @@ given ``L`` and draws nothing (§8).
 
 import torch
 
-from simacc.harness import explain
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.model import explain
+from simacc.harness.sessions import ranks
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy", "dflash", "functional")
@@ -22,7 +23,7 @@ CONTRACTS = ("eagle", "legacy", "dflash", "functional")
 @claim(*CONTRACTS, case=support.cases_for_impl)
 def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
     """Two ranks that import the implementation anew get the same L and bytes from the same inputs and seed (§11.7)."""
-    first, second = simacc.in_ranks(case)
+    first, second = ranks.of(simacc, case)
     drawn = [_shown_length(outcome) for outcome in (first, second)]
     if drawn[0] != drawn[1]:
         raise AssertionError(explain.message(

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from simacc import properties
-from simacc.harness import contracts, devices
-from simacc.harness import repro_files as reprofile
-from simacc.harness.catalogue import claim
+from simacc.harness.config import contracts, devices
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.model import repro_files as reprofile
 
 BUILT_IN = Path(__file__).parent / "regressions"
 

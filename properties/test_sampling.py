@@ -16,9 +16,9 @@ import math
 import pytest
 import torch
 
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
-from simacc.harness.distributions import Distribution
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.judging.distributions import Distribution
 from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")

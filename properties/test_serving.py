@@ -8,7 +8,7 @@ program, and its repro file replays it (``simacc repro``).
 """
 
 from simacc.contract import jaxbridge
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import serving
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from simacc.harness import contracts
-from simacc.harness import tokenizer as tokenizers
-from simacc.harness.assertions import check
-from simacc.harness.catalogue import claim
+from simacc.harness.config import contracts
+from simacc.harness.config import tokenizer as tokenizers
+from simacc.harness.judging.assertions import check
+from simacc.harness.judging.catalogue import claim
 
 TEXT = "The answer is 42."  # the ordinary text the fixed id follows in a stream
 SUGGESTED = 5  # ids a failure names

@@ -1,7 +1,7 @@
 """Real-draft-token mode: which ``predict`` slots get which tokens (CONTRACT.md §4.5)."""
 
 from simacc import strategies as sx
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 real_cases = sx.eagle_cases(modes=("real-draft-token",))

@@ -13,8 +13,8 @@ kernels run a request at a time in Triton's interpreter.
 
 import torch
 
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import support, vllm
 
 SAMPLERS = ("vllm_v1", "vllm_v2")

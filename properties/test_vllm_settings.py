@@ -8,8 +8,8 @@ conditional rates is a float32 tensor on the device asked for, each quotient tak
 import torch
 
 from simacc import strategies as sx
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.strategies import vllm as sv
 
 SETTINGS = "vllm_settings"

@@ -10,8 +10,8 @@ nor anything after one. V2's ``sampled`` past ``num_sampled`` is never read.
 
 import torch
 
-from simacc.harness.assertions import check, check_equal
-from simacc.harness.catalogue import claim
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
 from simacc.properties import vllm
 
 LAYOUTS = ("vllm_decision", "vllm_v1", "vllm_v2")

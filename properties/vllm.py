@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from simacc import strategies as sx
-from simacc.harness.assertions import check, describe
-from simacc.harness.cases import TensorArg, V1Case, V2Case
+from simacc.harness.judging.assertions import check, describe
+from simacc.harness.model.cases import TensorArg, V1Case, V2Case
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.harness.cases import DflashCase, EagleCase, KernelCase, TensorArg
+from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
 

@@ -14,7 +14,7 @@ import functools
 import torch
 from hypothesis import strategies as st
 
-from simacc.harness.cases import LAYOUTS
+from simacc.harness.model.cases import LAYOUTS
 
 INT32 = (-(2**31), 2**31 - 1)  # the range of arbitrary prefilled int32 buffers
 WIDE = (-(2**40), 2**40)  # the range of arbitrary prefilled int64 outputs

@@ -1,7 +1,7 @@
 """Strategies for vLLM's synthetic acceptance (CONTRACT.md §13-§18): settings, and coherent
 batches for the decision (V1's layout, uniforms given), V1's sampler and V2's.
 
-A case (:mod:`simacc.harness.cases`) is plain data, CPU values and a few ints, that builds
+A case (:mod:`simacc.harness.model.cases`) is plain data, CPU values and a few ints, that builds
 fresh keyword arguments on any device (``args(device)``), generators included. As in
 :mod:`simacc.strategies.cases`, a batch makes few draws: the shape of the batch and how its contents are made (placeholders,
 greedy rows, seeded requests, uniforms at the edges) are draws, the contents come from the
@@ -15,7 +15,7 @@ import torch
 from hypothesis import strategies as st
 
 from simacc.contract import vllm as ref
-from simacc.harness.cases import ConversionCase, DecisionCase, SettingsCase, TensorArg, V1Case, V2Case
+from simacc.harness.model.cases import ConversionCase, DecisionCase, SettingsCase, TensorArg, V1Case, V2Case
 from simacc.strategies import scalars as sc
 
 MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative tokens
@@ -61,7 +61,7 @@ def _rates_arg(rates):
 
 
 def synthetic_settings(max_k=MAX_K):
-    """Valid settings (:class:`~simacc.harness.cases.SettingsCase`) with ``K`` in
+    """Valid settings (:class:`~simacc.harness.model.cases.SettingsCase`) with ``K`` in
     ``[1, max_k]``: rates or a length. Shrinks toward K=1 and rates of 0."""
     _check_k("max_k", max_k)
     return _settings(st.integers(1, max_k))
@@ -120,7 +120,7 @@ def _bad_settings(draw, defect, ks):
 
 
 def conversion_cases(max_k=MAX_K):
-    """Valid unconditional rates to convert (:class:`~simacc.harness.cases.ConversionCase`),
+    """Valid unconditional rates to convert (:class:`~simacc.harness.model.cases.ConversionCase`),
     ``K`` in ``[1, max_k]``, zeros after ones included. Shrinks toward one rate of 0."""
     _check_k("max_k", max_k)
     return st.integers(1, max_k).flatmap(acceptance_rates).map(lambda rates: ConversionCase(_rates_arg(rates)))
@@ -195,7 +195,7 @@ def _counts_arg(counts):
 
 
 def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
-    """Arguments of the decision (:class:`~simacc.harness.cases.DecisionCase`): ``B`` in
+    """Arguments of the decision (:class:`~simacc.harness.model.cases.DecisionCase`): ``B`` in
     ``[min_bs, max_bs]`` (a server's sizes past 256 included), ``K`` in ``[1, max_k]``, 0..K
     drafts per request, -1 placeholders first, in the middle, last or scattered, greedy, random
     or mixed rows, uniforms random or at the rates' edges, token ids up to int32's; every
@@ -240,7 +240,7 @@ _VOCABS = st.sampled_from((16, 2, 5, 64))  # sampler cases carry (tokens, V) log
 
 
 def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None):
-    """Arguments of V1's sampler (:class:`~simacc.harness.cases.V1Case`), at least one request
+    """Arguments of V1's sampler (:class:`~simacc.harness.model.cases.V1Case`), at least one request
     (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
     uniforms and rejection tokens, and no, some or every request seeded. Shrinks toward B=1,
@@ -284,7 +284,7 @@ def _v1_cases(draw, batch_sizes, ks, rate):
 
 
 def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
-    """Arguments of V2's sampler (:class:`~simacc.harness.cases.V2Case`): ``R`` requests of
+    """Arguments of V2's sampler (:class:`~simacc.harness.model.cases.V2Case`): ``R`` requests of
     0..K drafts (``n + 1`` logits each, the drafts one place after their logit), placeholders
     and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
     request, distinct int64 seeds (vLLM draws one per request from the whole range). Shrinks

@@ -3,7 +3,7 @@ comparison, and edits of a valid call that build the error tables (OpInfo's Erro
 
 import torch
 
-from simacc.harness.assertions import check_equal
+from simacc.harness.judging.assertions import check_equal
 
 
 def i32(data, shape=None):

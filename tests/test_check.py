@@ -25,8 +25,8 @@ from hypothesis import settings
 
 from simacc import properties
 from simacc.commands import check, cli, verdict
-from simacc.harness import contracts
-from simacc.harness import settings as opts
+from simacc.harness.config import contracts
+from simacc.harness.config import settings as opts
 
 EAGLE = ", ".join(contracts.EAGLE_PARAMS)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from simacc.commands import cli
-from simacc.harness import impl
+from simacc.harness.call import impl
 
 
 def fails(capsys, *argv):

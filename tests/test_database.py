@@ -24,15 +24,15 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 from hypothesis.internal.reflection import function_digest
-
 from rare_mutant import KILLER, SPEC
+
 from simacc import properties
-from simacc.harness import impl as impls
-from simacc.harness import profiles
-from simacc.harness import repro_files as reprofile
-from simacc.harness import settings as opts
+from simacc.harness.call import impl as impls
+from simacc.harness.call.runner import Runner
+from simacc.harness.config import profiles
+from simacc.harness.config import settings as opts
+from simacc.harness.model import repro_files as reprofile
 from simacc.harness.plugin import fixtures, reports
-from simacc.harness.runner import Runner
 
 
 def simacc(*argv, cwd, timeout=180):
@@ -78,7 +78,7 @@ def test_the_read_only_switch_is_a_flag_and_its_variable_says_yes_or_no(text, va
 
 
 def test_the_pytest_options_are_one_token_each(tmp_path):
-    from simacc.harness import session
+    from simacc.harness.sessions import session
 
     chosen = opts.resolve({"impl": "m:f", "database": "db", "database_readonly": True}, environ={}, root=tmp_path)
     args = session.arguments(chosen, 0, tmp_path / "events", tmp_path)

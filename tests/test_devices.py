@@ -5,7 +5,7 @@ initialises it) and the multi-GPU case with a stand-in for torch's device count.
 import pytest
 import torch
 
-from simacc.harness import devices
+from simacc.harness.config import devices
 
 SPELLINGS = ["cpu", "cpu:0", "cuda", "cuda:0", "cuda:1", "meta"]
 

@@ -11,15 +11,24 @@ import types
 
 import pytest
 import torch
-from test_check import EAGLE, FIXED, impl_file, rows, run, summary
-from test_check import workdir  # noqa: F401 - a fixture
+from test_check import (
+    EAGLE,
+    FIXED,
+    impl_file,
+    rows,
+    run,
+    summary,
+    workdir,  # noqa: F401 - a fixture
+)
 
 from simacc import properties
 from simacc.commands import check, verdict
-from simacc.harness import impl, inprocess, recording
-from simacc.harness import settings as opts
-from simacc.harness.cases import EagleCase, TensorArg
-from simacc.harness.status import Status
+from simacc.harness.call import impl
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import Status
+from simacc.harness.model import recording
+from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.sessions import inprocess
 
 WRITES_64 = f"return simacc.generate_simulated_accept_index({EAGLE}, fixed_token_id=64)\n"
 BYTE_IDENTICAL = "fixed_mode_is_byte_identical_to_legacy"
@@ -56,7 +65,7 @@ def test_a_failure_under_another_fixed_id_replays_with_it_and_the_header_says_wh
     failed.repro = None
     assert check.replay(failed, chosen) == f"simacc check m.py:f --property '{FIXED}[cpu]' -n 0 --fixed-token-id 65"
     header = check.header_of(chosen, {"fixed_token_id": 65}, {"fixed_token_id": 65})
-    assert "; fixed token id 65 (--fixed-token-id)" in check.format_header(header)
+    assert "; fixed token id 65 (--fixed-token-id)" in verdict.format_header(header)
 
 
 def test_the_replay_line_of_a_pytest_failure_carries_the_fixed_id_an_option_set(tmp_path):

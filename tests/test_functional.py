@@ -8,8 +8,8 @@ from hypothesis import find, given, settings
 
 from simacc import strategies as sx
 from simacc.contract import jaxbridge
-from simacc.harness import impl
-from simacc.harness import settings as opts
+from simacc.harness.call import impl
+from simacc.harness.config import settings as opts
 from simacc.strategies.functional import SHAPES
 
 needs_jax = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxbridge.missing()))

@@ -14,9 +14,11 @@ from hypothesis import Phase, settings
 
 from simacc import properties
 from simacc.contract import jaxbridge
-from simacc.harness import impl, inprocess, profiles
-from simacc.harness.runner import Runner
-from simacc.harness.status import Status
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
+from simacc.harness.config import profiles
+from simacc.harness.config.status import Status
+from simacc.harness.sessions import inprocess
 from simacc.properties import test_functional_sampling as sampling
 from simacc.zoo import sglang_jax, sglang_jax_clamped
 

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from simacc.commands import cli, fuzz
-from simacc.harness import interrupts, session
+from simacc.harness.processes import interrupts
+from simacc.harness.sessions import session
 
 MUTANT = "simacc.zoo.eagle:fixed_id_only_at_accepted_slots"  # fixed mode writes only the accepted slots
 MODULE = "simacc/properties/test_fixed.py"
@@ -122,7 +123,7 @@ FOREVER = "forever"  # a pass that runs until it is interrupted
 
 
 class Scripted:
-    """Stands in for :class:`simacc.harness.session.Running`: pass ``k`` says the events of
+    """Stands in for :class:`simacc.harness.sessions.session.Running`: pass ``k`` says the events of
     ``scripts[k]`` (the last one again after that) and ends, or runs until interrupted when
     its events end with :data:`FOREVER`; an interrupted pass says ``on_interrupt``."""
 

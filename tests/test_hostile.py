@@ -1,7 +1,7 @@
 """The gate holds when the implementation misbehaves (docs/trust.md): each implementation of
 the hostile zoo in ``tests/hostile/`` is pinned to the verdict and exit code it must get.
 
-Most run in this process through the runner or :mod:`simacc.harness.inprocess` (what is
+Most run in this process through the runner or :mod:`simacc.harness.sessions.inprocess` (what is
 defended there is the runner's business: the process state, the harness's own objects, plain
 tensors, the output, ``KeyboardInterrupt``); the ones about processes (an exit, a hang, a
 broken pytest) run ``simacc check`` on one property with ``-n 0`` and a short time limit
@@ -23,17 +23,20 @@ import pytest
 import torch
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from test_check import rows
 
 from simacc import properties
 from simacc.commands import check, cli, supervised, verdict
-from simacc.harness import impl, inprocess, profiles, session, tamper, watch
-from simacc.harness import repro_files as reprofile
-from simacc.harness import settings as opts
-from simacc.harness.capture import LIMIT
-from simacc.harness.cases import EagleCase, TensorArg
-from simacc.harness.runner import HarnessModified, Runner
-from simacc.harness.status import Status
-from test_check import rows
+from simacc.harness.call import impl, tamper
+from simacc.harness.call.capture import LIMIT
+from simacc.harness.call.runner import HarnessModified, Runner
+from simacc.harness.config import profiles
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import Status
+from simacc.harness.model import repro_files as reprofile
+from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.processes import watch
+from simacc.harness.sessions import inprocess, session
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
@@ -85,8 +88,8 @@ def small_case():
 @pytest.mark.parametrize("name, changed", [
     ("patches_torch_equal", "torch.equal"),
     ("rebinds_the_fixed_id", "simacc.contract.reference.FIXED_TOKEN_ID"),
-    ("silences_the_assertions", "simacc.harness.assertions.check"),
-    ("calls_the_reference_instead", "simacc.harness.impl.Implementation.call"),
+    ("silences_the_assertions", "simacc.harness.judging.assertions.check"),
+    ("calls_the_reference_instead", "simacc.harness.call.impl.Implementation.call"),
     ("silences_the_distribution_check", "simacc.properties.support.check_distribution"),
 ])
 def test_an_implementation_that_modifies_the_harness_at_import_fails_every_property_and_is_put_back(workdir, name,
@@ -101,8 +104,8 @@ def test_an_implementation_that_modifies_the_harness_at_import_fails_every_prope
 def test_an_implementation_is_never_the_first_to_import_what_the_catalogue_judges_with(workdir):
     """In a process that has imported the catalogue's package and none of its oracles (as a fresh
     grad mode's process has), an implementation that imports them to patch them is caught: the
-    catalogue named them (``catalogue.judged_with``), so the harness imported and recorded them first."""
-    code = ("import sys; from simacc import properties; from simacc.harness import impl; "
+    catalogue named them (``judges.judged_with``), so the harness imported and recorded them first."""
+    code = ("import sys; from simacc import properties; from simacc.harness.call import impl; "
             "assert 'simacc.properties.support' not in sys.modules; "
             f"print(impl.load({spec('silences_the_distribution_check')!r}).modified_at_import)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -222,7 +225,7 @@ def test_an_internal_error_in_a_worker_is_that_workers_death_not_the_runs(workdi
 
 def test_the_supervisor_kills_a_call_that_outlives_its_deadline_whatever_its_signals(tmp_path):
     prefix = str(tmp_path / "session")
-    code = (f"import signal, time; from simacc.harness import watch; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    code = (f"import signal, time; from simacc.harness.processes import watch; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             f"watch.configure({prefix!r}); watch.beat(0.1); print('beating', flush=True); time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline() == "beating\n"
@@ -237,7 +240,7 @@ def test_the_supervisor_kills_a_call_that_outlives_its_deadline_whatever_its_sig
 
 def test_a_dead_writers_heartbeat_is_never_taken_for_a_live_one(tmp_path):
     prefix = str(tmp_path / "session")
-    code = f"from simacc.harness import watch; watch.configure({prefix!r}); watch.beat(0.1)"
+    code = f"from simacc.harness.processes import watch; watch.configure({prefix!r}); watch.beat(0.1)"
     subprocess.run([sys.executable, "-c", code], check=True)
     (path,) = watch.beats(prefix)
     assert watch.read_beat(path) is None and not os.path.exists(path)  # its lock went with it

@@ -8,7 +8,8 @@ from importlib import metadata
 
 import pytest
 
-from simacc.harness import contracts, impl
+from simacc.harness.call import impl
+from simacc.harness.config import contracts
 
 EAGLE = ", ".join(contracts.EAGLE_PARAMS)
 REFERENCES = {name: c.reference for name, c in contracts.CONTRACTS.items()}

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from simacc import properties, zoo
-from simacc.harness import explain, impl
-from simacc.harness.assertions import check_equal
-from simacc.harness.cases import EagleCase, KernelCase, TensorArg
-from simacc.harness.runner import Runner
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
+from simacc.harness.judging.assertions import check_equal
+from simacc.harness.model import explain
+from simacc.harness.model.cases import EagleCase, KernelCase, TensorArg
 
 
 def chain(candidates, target, x, mode="real-draft-token", predict=(7, 8)):

@@ -10,12 +10,23 @@ import io
 import re
 
 import pytest
-from test_check import COUNT, FIXED, INDEX, OFF_BY_ONE, REAL, REFERENCE, impl_file, rows, run, summary
-from test_check import workdir  # noqa: F401 - a fixture
+from test_check import (
+    COUNT,
+    FIXED,
+    INDEX,
+    OFF_BY_ONE,
+    REAL,
+    REFERENCE,
+    impl_file,
+    rows,
+    run,
+    summary,
+    workdir,  # noqa: F401 - a fixture
+)
 
 from simacc.commands import check, progress, terminal, verdict
-from simacc.harness import catalogue
-from simacc.harness.status import Status
+from simacc.harness.config.status import Status
+from simacc.harness.judging import catalogue
 
 NEAR_MISS = "num_correct_draft_is_length_minus_one[cpu]"
 # an id, an id with its device (brackets literal), a pattern, and a near miss

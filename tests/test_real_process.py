@@ -16,10 +16,13 @@ from hypothesis import Phase, settings
 
 from simacc import properties, zoo
 from simacc.commands import cli
-from simacc.harness import catalogue, impl, inprocess, profiles, tamper
-from simacc.harness import repro_files as reprofile
-from simacc.harness.cases import EagleCase, TensorArg
-from simacc.harness.status import Status
+from simacc.harness.call import impl, tamper
+from simacc.harness.config import profiles
+from simacc.harness.config.status import Status
+from simacc.harness.judging import catalogue
+from simacc.harness.model import repro_files as reprofile
+from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.sessions import inprocess
 
 COUNT = "num_correct_drafts_is_length_minus_one"
 RANKS = "ranks_agree_given_the_same_inputs_and_seed"

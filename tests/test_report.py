@@ -17,9 +17,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from simacc.commands import cli, report_html, verdict
-from simacc.harness import distributions, impl
-from simacc.harness.distributions import Distribution
-from simacc.harness.runner import Runner
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
+from simacc.harness.judging import distributions
+from simacc.harness.judging.distributions import Distribution
 from simacc.properties import support
 from simacc.properties import test_sampling as sampling
 

@@ -15,19 +15,17 @@ import math
 import os
 import re
 import shlex
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import settings
 
 from simacc.commands import cli
-from simacc.harness import profiles
-from simacc.harness import repro_files as reprofile
-from simacc.harness.cases import DflashCase, EagleCase, TensorArg
+from simacc.harness.config import profiles
+from simacc.harness.model import repro_files as reprofile
+from simacc.harness.model.cases import DflashCase, EagleCase, TensorArg
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"

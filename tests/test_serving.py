@@ -16,11 +16,12 @@ from hypothesis import Phase, given, settings
 import simacc
 from simacc import properties, zoo
 from simacc.commands import cli
-from simacc.harness import grad_modes, impl, profiles
-from simacc.harness import repro_files as reprofile
-from simacc.harness import settings as opts
-from simacc.harness.programs import Program
-from simacc.harness.runner import Runner
+from simacc.harness.call import impl
+from simacc.harness.call.runner import Runner
+from simacc.harness.config import grad_modes, profiles
+from simacc.harness.config import settings as opts
+from simacc.harness.model import repro_files as reprofile
+from simacc.harness.model.programs import Program
 from simacc.properties import serving
 from simacc.strategies import serving as sv
 

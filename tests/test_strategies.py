@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import simacc as sa
 from simacc import strategies as sx
+from simacc.harness.config import contracts
+from simacc.harness.model.cases import LAYOUTS, TensorArg
 from simacc.strategies import tensors as tn
-from simacc.harness import contracts
-from simacc.harness.cases import LAYOUTS, TensorArg
 
 
 def minimal(strategy, fails=lambda value: True):

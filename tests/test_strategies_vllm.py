@@ -4,12 +4,11 @@ they say."""
 
 import pytest
 import torch
+from literals import i32, i64
 from test_strategies import minimal, reaches
 
-from literals import i32, i64
-
 from simacc.contract import vllm as ref
-from simacc.harness.cases import TensorArg, V1Case
+from simacc.harness.model.cases import TensorArg, V1Case
 from simacc.strategies import vllm as sv
 
 

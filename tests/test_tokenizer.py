@@ -11,9 +11,11 @@ import types
 import pytest
 
 from simacc.commands import cli
-from simacc.harness import impl, inprocess, tokenizer
-from simacc.harness import settings as opts
-from simacc.harness.status import Status
+from simacc.harness.call import impl
+from simacc.harness.config import settings as opts
+from simacc.harness.config import tokenizer
+from simacc.harness.config.status import Status
+from simacc.harness.sessions import inprocess
 from simacc.properties import test_tokenizer as tok
 
 tokenizers = pytest.importorskip("tokenizers", reason="needs the tokenizers package: pip install -e '.[tokenizers]'")

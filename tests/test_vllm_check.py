@@ -23,8 +23,9 @@ from test_strategies import reaches
 
 from simacc.commands import cli
 from simacc.contract import vllm_glue
-from simacc.harness import contracts, impl
-from simacc.harness import repro_files as reprofile
+from simacc.harness.call import impl
+from simacc.harness.config import contracts
+from simacc.harness.model import repro_files as reprofile
 from simacc.strategies import vllm as sv
 
 GLUE = "simacc.contract.vllm_glue"

@@ -1,7 +1,7 @@
 """The suite can fail: every property rejects at least one mutant of the zoo, and the correct
 alternative implementations are accepted.
 
-The zoo runs in this process through :mod:`simacc.harness.inprocess`: one pytest
+The zoo runs in this process through :mod:`simacc.harness.sessions.inprocess`: one pytest
 process for the whole zoo instead of one per entry. Each mutant goes through only the
 properties that should kill it, in the derandomized ``ci`` settings without shrinking (a
 kill needs no minimal case), so every kill is deterministic; the correct implementations go
@@ -14,8 +14,10 @@ from hypothesis import Phase, settings
 
 from simacc import properties, zoo
 from simacc.commands import mutants
-from simacc.harness import impl, inprocess, profiles
-from simacc.harness.status import FAILED, Status
+from simacc.harness.call import impl
+from simacc.harness.config import profiles
+from simacc.harness.config.status import FAILED, Status
+from simacc.harness.sessions import inprocess
 
 # Properties no mutant can fail, and why.
 NOT_MUTANT_KILLABLE = {

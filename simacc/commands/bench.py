@@ -3,7 +3,7 @@
 Measurements, printed as tables and written as JSON (schema ``simacc.bench/1``):
 
 * examples per second of every property against each contract's reference, on the CPU, in
-  this process (:mod:`simacc.harness.inprocess`, ``ci`` settings: the time is the property's own);
+  this process (:mod:`simacc.harness.sessions.inprocess`, ``ci`` settings: the time is the property's own);
 * wall time of the whole CI suite (``CI=true pytest``) with ``-n auto`` and with ``-n 0``,
   and of ``simacc check`` of the reference with the default profile, start-up included;
 * for every mutant, the median number of examples to the first failure over several seeds
@@ -40,7 +40,7 @@ class Bench:
 
 
 def _project_root():
-    from simacc.harness.plugin import properties_dir
+    from simacc.harness.config.settings import properties_dir
 
     return properties_dir().parent
 
@@ -58,8 +58,10 @@ def _latency_module():
 def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
     from simacc import properties
-    from simacc.harness import contracts, impl, inprocess, profiles
-    from simacc.harness.status import CHECKED
+    from simacc.harness.call import impl
+    from simacc.harness.config import contracts, profiles
+    from simacc.harness.config.status import CHECKED
+    from simacc.harness.sessions import inprocess
 
     chosen = profiles.for_session(SUITE_PROFILE)
     rows = []
@@ -161,7 +163,7 @@ def render(bench):
 
 
 def register(subparsers):
-    from simacc.harness import settings as opts
+    from simacc.harness.config import settings as opts
 
     positive_int = opts.argtype(opts.positive_int)
 

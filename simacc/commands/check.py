@@ -1,6 +1,6 @@
 """``simacc check IMPL``: a property-by-property conformance verdict for one implementation.
 
-The properties run in a pytest session in a child process (:mod:`simacc.harness.session`),
+The properties run in a pytest session in a child process (:mod:`simacc.harness.sessions.session`),
 which loads the implementation; this process never imports it. It prints the header once the
 child says what it loaded, shows progress as results come, and builds the verdict
 (:mod:`simacc.commands.verdict`) from what it heard: an implementation that ends its process,
@@ -19,10 +19,11 @@ from pathlib import Path
 from simacc.commands import terminal, verdict
 from simacc.commands.exits import Exit, SessionError
 from simacc.commands.progress import Progress
-from simacc.harness import catalogue, contracts, grad_modes, session
-from simacc.harness import settings as opts
-from simacc.harness.atomic import write_atomically
-from simacc.harness.status import Status
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import Status
+from simacc.harness.judging import catalogue
+from simacc.harness.processes.atomic import write_atomically
+from simacc.harness.sessions import session
 
 OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "max_examples", "seed", "timeout",
            "fixed_token_id", "tokenizer", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
@@ -155,34 +156,6 @@ def header_of(chosen, loaded, given=None):
     }
 
 
-def header_rows(header):
-    """``[(name, value)]``: the header as its lines say it (the terminal and the HTML report)."""
-    seed = header["seed"] if header["seed"] is not None else ("derandomized" if header["profile"] == "ci" else "random")
-    cuda = "available" if header["cuda_available"] else "not available"
-    examples = header["max_examples"] or "the profile's"
-    rows = [
-        ("file", header["file"] or "(none)"),
-        ("version", header["version"] or "(none)"),
-        ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
-                     + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
-                                               header["fixed_token_id_from"])),
-        ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
-        ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
-        ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),
-        ("limits", f"{header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else "")),
-        ("versions", f"simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
-                     f"python {header['python']}"),
-    ]
-    if header.get("tokenizer"):
-        rows.insert(3, ("tokenizer", header["tokenizer"]))
-    return rows
-
-
-def format_header(header):
-    return "\n".join([f"simacc check {header['impl']}", *(f"  {f'{name}:':<10} {value}" for name, value in
-                                                         header_rows(header))])
-
-
 def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=False):
     """Check the implementation ``given`` names (``{option: value}``, as :func:`opts.given`
     reads them) and return the :class:`~simacc.commands.verdict.Verdict`. Prints the header
@@ -197,7 +170,7 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
         if kind == "implementation" and not loaded:
             loaded.update(event)
             if not quiet:
-                print(format_header(header_of(chosen, loaded, given)), flush=True)
+                print(verdict.format_header(header_of(chosen, loaded, given)), flush=True)
         elif kind == "collected":
             progress.collected(event["nodeids"], event.get("session", 0))
         elif kind == "other_modes":  # the tests the later sessions will run, before they start
@@ -314,7 +287,7 @@ def list_properties(given, verbosity=0):
         if event["event"] == "implementation" and not loaded:
             loaded.update(event)
             if verbosity >= 0:
-                print(format_header(header_of(chosen, loaded, given)) + "\n", flush=True)
+                print(verdict.format_header(header_of(chosen, loaded, given)) + "\n", flush=True)
 
     heard = session.run(chosen, 0, on_event, extra=("--collect-only",))
     _usable(chosen, heard, loaded)
@@ -356,8 +329,8 @@ def listing(collected, not_applicable, verbosity=0):
 
 def replay(result, chosen):
     """The command that replays the failure ``result`` (a row) of a run with ``chosen``
-    settings (:func:`simacc.harness.recording.replay_command`)."""
-    from simacc.harness.recording import replay_command
+    settings (:func:`simacc.harness.model.recording.replay_command`)."""
+    from simacc.harness.model.recording import replay_command
 
     return replay_command(chosen.impl, repro=result.repro, test=result.nodeid and verdict.split_nodeid(result.nodeid)[1],
                           fixed_token_id=chosen.fixed_token_id, seed=chosen.seed, database=chosen.database,

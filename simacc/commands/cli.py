@@ -67,7 +67,7 @@ def main(argv=None):
 
         end_process(supervised(sys.argv[1:], args.command))
     if supervised_by is not None:  # the supervised child: say the result, then end at once
-        from simacc.harness import watch
+        from simacc.harness.processes import watch
 
         watch.configure(supervised_by)
         code = args.run(args)

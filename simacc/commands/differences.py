@@ -3,7 +3,7 @@ element: what ``simacc repro`` prints under a failure."""
 
 import torch
 
-from simacc.harness.explain import MAX_SHOWN
+from simacc.harness.model.explain import MAX_SHOWN
 
 MAX_LISTED = 20
 
@@ -43,7 +43,7 @@ def _short(x):
 
 
 def differences(expected, produced):
-    """Lines saying where ``produced`` (an :class:`~simacc.harness.runner.Outcome`) differs from
+    """Lines saying where ``produced`` (an :class:`~simacc.harness.call.runner.Outcome`) differs from
     ``expected``: errors, the return value, every tensor argument after the call, and the
     generator state."""
     if expected.error is not None or produced.error is not None:

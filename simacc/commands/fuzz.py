@@ -2,7 +2,7 @@
 every later run, on any machine that shares the example database, replays it first.
 
 **Passes.** A session is passes over the whole catalogue, each one pytest session of the
-properties (:class:`simacc.harness.session.Running`) with its modules in a shuffled order.
+properties (:class:`simacc.harness.sessions.session.Running`) with its modules in a shuffled order.
 Each pass gives every property more examples than the last (:data:`SCHEDULE`),
 so a session reaches every property within its first seconds, and a bug that one property
 finds in its first examples is not left waiting behind another property's thousands. (A
@@ -22,7 +22,7 @@ goes on. Across machines: the same command on each, with a shared ``--database``
 (docs/fuzzing.md).
 
 **Finds.** A failing property writes its repro file (one per distinct failure,
-:func:`simacc.harness.repro_files.file_name`) and its example to the database. A failure
+:func:`simacc.harness.model.repro_files.file_name`) and its example to the database. A failure
 whose repro file was not there when the session started is new.
 
 **Stopping.** At the time limit, on Ctrl-C or on SIGTERM, every pass under way is
@@ -44,9 +44,11 @@ from pathlib import Path
 
 from simacc.commands import check, terminal, verdict
 from simacc.commands.exits import Exit, SessionError
-from simacc.harness import contracts, interrupts, session
-from simacc.harness import settings as opts
-from simacc.harness.status import CHECKED, FAILED, Status, failures_first, worst
+from simacc.harness.config import contracts
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import CHECKED, FAILED, Status, failures_first, worst
+from simacc.harness.processes import interrupts
+from simacc.harness.sessions import session
 
 OPTIONS = tuple(name for name in check.OPTIONS if name != "profile")  # a fuzz session is the thorough profile
 SCHEDULE = (100, 400, 1600, 6400)  # examples per property in each pass; the last one repeats
@@ -204,7 +206,7 @@ def _reach_database(chosen):
     """A database that cannot be reached is a usage error now, before any pass starts."""
     if not chosen.database:
         return
-    from simacc.harness import profiles
+    from simacc.harness.config import profiles
 
     try:
         profiles.open_database(chosen.database)
@@ -278,7 +280,7 @@ class Session:
         return Exit.OK
 
     def _start(self, worker):
-        from simacc.harness.plugin import properties_dir
+        from simacc.harness.config.settings import properties_dir
 
         worker.passes += 1
         seed = worker.seeds.getrandbits(32) if self.chosen.seed is not None else None  # None: Hypothesis's own
@@ -383,7 +385,7 @@ class Session:
                 f"{sum(self.tally.examples.values()):,} examples, {len(self.tally.failures)} failure(s) ({new} new)")
 
     def header(self):
-        from simacc.harness import profiles
+        from simacc.harness.config import profiles
 
         h = check.header_of(self.chosen, self.loaded)
         chosen = self.chosen

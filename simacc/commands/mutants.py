@@ -1,7 +1,7 @@
 """``simacc mutants``: run the property suite against every implementation of the zoo
 and print which properties killed each mutant.
 
-Every entry and seed is one job of :mod:`simacc.harness.inprocess` (the properties called
+Every entry and seed is one job of :mod:`simacc.harness.sessions.inprocess` (the properties called
 directly, no pytest process per entry), several jobs at a time in worker
 processes. Entries run on ``--device`` (the CPU by default); an entry whose mistake only
 shows on CUDA runs on CUDA where it exists and is reported *not run* elsewhere. A mutant is
@@ -100,7 +100,7 @@ class Zoo:
 def _devices(entry, selection):
     """The devices ``entry`` runs on here: its own CUDA device for a mistake that only shows
     on CUDA, else the selected ones; unavailable devices dropped."""
-    from simacc.harness import devices
+    from simacc.harness.config import devices
 
     if entry.unavailable():
         return []
@@ -113,8 +113,10 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
     from hypothesis import settings
 
     from simacc import properties, zoo
-    from simacc.harness import impl, inprocess, profiles
-    from simacc.harness.status import FAILED
+    from simacc.harness.call import impl
+    from simacc.harness.config import profiles
+    from simacc.harness.config.status import FAILED
+    from simacc.harness.sessions import inprocess
 
     entry = zoo.ENTRIES[name]
     chosen = settings(profiles.for_session(profile, max_examples), database=None)
@@ -155,7 +157,7 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
     in this one); a :class:`Zoo`."""
     import torch
 
-    from simacc.harness import impl
+    from simacc.harness.call import impl
 
     profile = profile or ("ci" if os.environ.get("CI") else "default")
     if seeds > 1 and profile == "ci":
@@ -234,7 +236,7 @@ def render(zoo):
 
 
 def register(subparsers):
-    from simacc.harness import settings as opts
+    from simacc.harness.config import settings as opts
 
     p = subparsers.add_parser(
         "mutants",

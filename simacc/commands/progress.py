@@ -6,7 +6,7 @@ tests (devices, parameters) are done, or one per test with ``-v``; with ``-q`` n
 from collections import Counter
 
 from simacc.commands import terminal, verdict
-from simacc.harness.status import FAILED, Status, worst
+from simacc.harness.config.status import FAILED, Status, worst
 
 
 class Progress:

@@ -15,7 +15,7 @@ missing) is kept: nothing checked, nothing removed.
 from collections import Counter
 
 from simacc.commands.exits import Exit
-from simacc.harness.settings import shown
+from simacc.harness.config.settings import shown
 
 WORST_FIRST = (Exit.USAGE, Exit.FAILED, Exit.NOTHING_CHECKED)  # which exit code the folder gets
 
@@ -50,8 +50,8 @@ def clean(directory, read_file, replay, keep=None, remove_unreadable=False):
 
 def _read(read_file, path):
     """``(record, property)`` of ``path``, or the
-    :class:`~simacc.harness.repro_files.ReproError` saying why not."""
-    from simacc.harness.repro_files import ReproError
+    :class:`~simacc.harness.model.repro_files.ReproError` saying why not."""
+    from simacc.harness.model.repro_files import ReproError
 
     try:
         return read_file(path)

@@ -15,9 +15,9 @@ import html
 import importlib.util
 import io
 
-from simacc.commands import check, verdict
-from simacc.harness.distributions import Distribution
-from simacc.harness.status import CHECKED, FAILED
+from simacc.commands import verdict
+from simacc.harness.config.status import CHECKED, FAILED
+from simacc.harness.judging.distributions import Distribution
 
 RED, GREY = "#c1121f", "#8e8e93"
 STYLE = """
@@ -49,7 +49,7 @@ def page(result):
              f"</title><style>{STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>"]
     if header.get("contract"):  # the child said what it loaded
         parts.append("<table class=header>" + "".join(f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>"
-                                                      for name, value in check.header_rows(header)) + "</table>")
+                                                      for name, value in verdict.header_rows(header)) + "</table>")
     parts.append(f"<p class='summary {colour}'>{_e(verdict.summary(result))}</p>")
     parts += [f"<p class=note>note: {_e(note)}</p>" for note in result.notes]
     failed = [r for r in result.results if r.status in FAILED]

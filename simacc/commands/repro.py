@@ -30,9 +30,10 @@ import sys
 from simacc.commands import prune
 from simacc.commands.exits import Exit, SessionError
 from simacc.commands.supervised import supervise_command
-from simacc.harness import contracts, devices, distributions
-from simacc.harness import settings as opts
-from simacc.harness.stream import clip
+from simacc.harness.config import contracts, devices
+from simacc.harness.config import settings as opts
+from simacc.harness.judging import distributions
+from simacc.harness.processes.stream import clip
 
 MAX_LINE = 2000  # characters of a failure's message shown on its line
 
@@ -160,7 +161,7 @@ def _plan(record, prop, args):
     """The implementation and device to replay ``record`` (of property ``prop``) with, and a
     note when falling back from the recorded device; :class:`NotReplayed` when it cannot be
     replayed here. Nothing is imported before the device is known to be here."""
-    from simacc.harness import impl as impls
+    from simacc.harness.call import impl as impls
 
     device, note = _device(args.device, record.device, args.fallback)
     if prop.across_devices and not devices.is_cuda(device):
@@ -202,7 +203,7 @@ def _device(asked, recorded, fallback):
 def read(path):
     """``(record, property)`` of the repro file at ``path``; :class:`ReproError` if unusable."""
     from simacc import properties
-    from simacc.harness import repro_files
+    from simacc.harness.model import repro_files
 
     record = repro_files.load(path)
     return record, properties.of_repro(record)
@@ -216,7 +217,7 @@ def one_line(error):
 
 def _replayed(prop, runner, case):
     """``prop.replay`` on ``case``, then the check that the harness is as it was."""
-    from simacc.harness import tamper
+    from simacc.harness.call import tamper
 
     error = prop.replay(runner, case)
     try:
@@ -227,8 +228,8 @@ def _replayed(prop, runner, case):
 
 
 def _replay_file(args):
-    from simacc.harness.repro_files import ReproError
-    from simacc.harness.runner import HarnessModified, ImplementationHung, Runner
+    from simacc.harness.call.runner import HarnessModified, ImplementationHung, Runner
+    from simacc.harness.model.repro_files import ReproError
 
     try:
         record, prop = read(args.path)
@@ -242,7 +243,7 @@ def _replay_file(args):
         return e.code
     if note:
         print(f"note: {note}")
-    from simacc.harness import explain
+    from simacc.harness.model import explain
 
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
@@ -278,7 +279,7 @@ def _replay_file(args):
 def _claim(error):
     """What a failure says in its first line (the case is printed once above, the values in the
     diff below), the exception type only where it is not a property's own assertion."""
-    from simacc.harness.runner import ImplementationFailed, ImplementationHung
+    from simacc.harness.call.runner import ImplementationFailed, ImplementationHung
 
     text = (str(error).strip().splitlines() or [""])[0]  # the values and the case follow as the diff and above
     own = type(error) in (AssertionError, ImplementationFailed, ImplementationHung)
@@ -286,8 +287,8 @@ def _claim(error):
 
 
 def _show_differences(runner, case):
-    from simacc.harness import impl as impls
-    from simacc.harness.runner import Runner
+    from simacc.harness.call import impl as impls
+    from simacc.harness.call.runner import Runner
 
     if runner.impl.level != "exact":
         print("(checked at the semantic level: the reference draws its own random numbers, so no element-by-element "
@@ -343,7 +344,7 @@ def _clean(args):
 
 def _replayer(args):
     """``replay(record, prop) -> (exit code, reason)`` for --prune: like a replay of one file, quietly."""
-    from simacc.harness.runner import Runner
+    from simacc.harness.call.runner import Runner
 
     def replay(record, prop):
         try:
@@ -365,10 +366,10 @@ def promote(record, prop, corpus, timeout):
     made on first use) once the reference passes it; None on success, 1 when the reference
     fails it too. Normalised: the file names the reference and cpu (a plain replay of it
     passes), and its message says what it caught."""
-    from simacc.harness import impl as impls
-    from simacc.harness.atomic import write_atomically
-    from simacc.harness.repro_files import MAX_MESSAGE, dumps
-    from simacc.harness.runner import Runner
+    from simacc.harness.call import impl as impls
+    from simacc.harness.call.runner import Runner
+    from simacc.harness.model.repro_files import MAX_MESSAGE, dumps
+    from simacc.harness.processes.atomic import write_atomically
 
     reference = impls.reference(record.contract, record.level)
     with Runner(reference, "cpu", timeout, context=record.context) as runner:

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from simacc.commands.exits import Exit
-from simacc.harness import watch
-from simacc.harness.session import Supervisor
+from simacc.harness.processes import watch
+from simacc.harness.sessions.session import Supervisor
 
 SUPERVISED_BY = "--supervised-by"
 

@@ -1,5 +1,5 @@
 """The verdict of ``simacc check``: one row per property from the session's result events
-(:mod:`simacc.harness.stream`), printed the way pytest prints a session (the failures with
+(:mod:`simacc.harness.processes.stream`), printed the way pytest prints a session (the failures with
 their details, what did not run grouped by reason, one summary line; ``-v`` the whole table
 too) and written as JSON (schema ``simacc.check/1``) or JUnit XML.
 
@@ -22,8 +22,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
-from simacc.harness.distributions import Distribution
-from simacc.harness.status import CHECKED, FAILED, INCOMPLETE, Status, failures_first
+from simacc.harness.config import contracts, grad_modes
+from simacc.harness.config.status import CHECKED, FAILED, INCOMPLETE, Status, failures_first
+from simacc.harness.judging.distributions import Distribution
 
 SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
@@ -43,7 +44,7 @@ class PropertyResult:
     a skip); ``repro`` the repro file; ``case`` the minimal case; ``replay`` the command
     that replays a failure; ``nodeid`` the pytest node of a single-test row;
     ``distribution`` what a failing distribution property observed against what it expected
-    (:class:`~simacc.harness.distributions.Distribution`, as JSON).
+    (:class:`~simacc.harness.judging.distributions.Distribution`, as JSON).
     """
 
     id: str
@@ -357,3 +358,34 @@ def junit(verdict):
             f'    <property name="verdict" value={quoteattr(verdict.outcome)}/>\n'
             f'    <property name="not_applicable" value="{na}"/>\n  </properties>\n'
             + "\n".join(cases) + "\n</testsuite>\n</testsuites>\n")
+
+
+# -- the header: the settings and what the session loaded ---------------------------------------
+
+
+def header_rows(header):
+    """``[(name, value)]``: the header as its lines say it (the terminal and the HTML report)."""
+    seed = header["seed"] if header["seed"] is not None else ("derandomized" if header["profile"] == "ci" else "random")
+    cuda = "available" if header["cuda_available"] else "not available"
+    examples = header["max_examples"] or "the profile's"
+    rows = [
+        ("file", header["file"] or "(none)"),
+        ("version", header["version"] or "(none)"),
+        ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
+                     + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
+                                               header["fixed_token_id_from"])),
+        ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
+        ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
+        ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),
+        ("limits", f"{header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else "")),
+        ("versions", f"simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
+                     f"python {header['python']}"),
+    ]
+    if header.get("tokenizer"):
+        rows.insert(3, ("tokenizer", header["tokenizer"]))
+    return rows
+
+
+def format_header(header):
+    return "\n".join([f"simacc check {header['impl']}", *(f"  {f'{name}:':<10} {value}" for name, value in
+                                                         header_rows(header))])

@@ -17,7 +17,7 @@ DEFAULT_METHOD = os.environ.get("SGLANG_SIMULATE_ACC_METHOD", "match-expected")
 DEFAULT_TOKEN_MODE = os.environ.get("SGLANG_SIMULATE_ACC_TOKEN_MODE", "fixed")
 # The id fixed mode writes, a setting of every contract read the same way (CONTRACT.md §5.2):
 # some tokenizers decode 100 to U+FFFD, and benchmark builds set 64. The harness validates the
-# variable before a session starts (simacc.harness.settings); a bad value fails here, at import.
+# variable before a session starts (simacc.harness.config.settings); a bad value fails here, at import.
 DEFAULT_TOKEN_ID = int(os.environ.get("SGLANG_SIMULATE_ACC_TOKEN_ID", "100"))
 
 

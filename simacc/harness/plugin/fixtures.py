@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from simacc.harness import settings as opts
-from simacc.harness import stream, watch
+from simacc.harness.config import settings as opts
+from simacc.harness.processes import stream, watch
 
 NO_IMPL = ("no implementation selected: pass --simacc-impl 'package.module:function' (or set SIMACC_IMPL) "
            "to say what simacc's properties check")
@@ -31,7 +31,7 @@ class State:
     xfails: dict = dataclasses.field(default_factory=dict)
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
     loaded: bool = False
-    prefix: str | None = None  # the session's shared files (simacc.harness.watch)
+    prefix: str | None = None  # the session's shared files (simacc.harness.processes.watch)
 
 
 STATE = pytest.StashKey[State]()
@@ -74,8 +74,8 @@ def pytest_configure_node(node):
 
 
 def item_property(item):
-    """The :class:`~simacc.harness.catalogue.Property` a test runs, or None (not one of simacc's)."""
-    from simacc.harness.catalogue import property_of
+    """The :class:`~simacc.harness.judging.catalogue.Property` a test runs, or None (not one of simacc's)."""
+    from simacc.harness.judging.catalogue import property_of
 
     return property_of(getattr(item, "function", None))
 
@@ -88,14 +88,14 @@ def item_params(item):
 def load(config):
     """Load the implementation under test once (the properties' own references for
     ``references``); a failure is kept as the session's ``impl_error``."""
-    from simacc.harness import impl
+    from simacc.harness.call import impl
 
     st = state(config)
     if st.loaded:
         return
     st.loaded = True
     chosen = st.settings
-    from simacc.harness import profiles
+    from simacc.harness.config import profiles
 
     st.seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
     try:
@@ -134,15 +134,15 @@ def load(config):
 @pytest.fixture
 def simacc_context(request):
     """The grad mode this test calls the implementation in: its parameter, or the first mode
-    the session selects (:mod:`simacc.harness.grad_modes`)."""
+    the session selects (:mod:`simacc.harness.config.grad_modes`)."""
     return getattr(request, "param", None) or state(request.config).settings.contexts[0]  # as collection._context
 
 
 @pytest.fixture
 def simacc(request, simacc_context):
     """The implementation under test on this test's device and in its grad mode, as a
-    :class:`~simacc.harness.runner.Runner` (simacc's properties only)."""
-    from simacc.harness.runner import Runner
+    :class:`~simacc.harness.call.runner.Runner` (simacc's properties only)."""
+    from simacc.harness.call.runner import Runner
 
     prop = item_property(request.node)
     if prop is None or not hasattr(request, "param"):
@@ -165,7 +165,7 @@ def simacc(request, simacc_context):
 
 def implementation_of(item):
     """The implementation ``item`` checks: the one under test, or its property's reference."""
-    from simacc.harness import impl
+    from simacc.harness.call import impl
 
     st = state(item.config)
     if st.impl is not None:
@@ -184,7 +184,7 @@ def pytest_runtest_call(item):
     after each call covers what judges that call): a change fails the property."""
     result = yield
     if item_property(item) is not None and state(item.config).loaded:
-        from simacc.harness import tamper
+        from simacc.harness.call import tamper
 
         tamper.check(full=True, when="during this property")
     return result

@@ -1,5 +1,5 @@
 """What a session reports of simacc's properties: each test's
-:class:`~simacc.harness.status.Status` and data in its report's ``user_properties`` (what the
+:class:`~simacc.harness.config.status.Status` and data in its report's ``user_properties`` (what the
 JUnit report, the event stream and ``simacc check`` read), the repro file of a failure, and
 the header that names what is checked. A test's status is decided here, once, so that the
 terminal, a JUnit report and a command's verdict cannot disagree about it.
@@ -7,11 +7,11 @@ terminal, a JUnit report and a command's verdict cannot disagree about it.
 
 import pytest
 
-from simacc.harness import grad_modes
-from simacc.harness import settings as opts
+from simacc.harness.config import grad_modes
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import Status
 from simacc.harness.plugin.collection import LISTED
 from simacc.harness.plugin.fixtures import NotRun, item_params, item_property, state
-from simacc.harness.status import Status
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -35,7 +35,7 @@ def pytest_runtest_makereport(item, call):
                 and getattr(runner, "last", None) is not None and not item.stash.get(LISTED, False):
             _record(item, call, report, runner)
         if call.excinfo is not None:
-            from simacc.harness import distributions
+            from simacc.harness.judging import distributions
 
             distributions.report(report, call.excinfo.value)  # observed against expected, for the reports
     status = _status(item, call)
@@ -65,7 +65,7 @@ def _status(item, call):
         return Status.XFAIL
     if listed and call.when == "call":
         return Status.XFAIL
-    from simacc.harness.runner import ImplementationHung
+    from simacc.harness.call.runner import ImplementationHung
 
     return Status.HUNG if call.excinfo.errisinstance(ImplementationHung) else Status.FAIL
 
@@ -76,7 +76,7 @@ _NOT_RUN = pytest.StashKey[str]()
 def _record(item, call, report, runner):
     """Write the repro file of the failure ``call`` raised, under the property its record
     names (none for a failure no file could replay)."""
-    from simacc.harness import recording
+    from simacc.harness.model import recording
 
     named = item_property(item).recorded_property(item_params(item))
     if named is None:
@@ -93,14 +93,14 @@ def pytest_report_header(config):
     if chosen.references:
         under_test = "each property's own contract's reference (simacc_impl = references)"
     else:
-        from simacc.harness import impl
+        from simacc.harness.call import impl
 
         try:
             where, version = impl.locate(chosen.impl)
         except impl.ImplError as e:
             where, version = str(e), ""
         under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
-    from simacc.harness import profiles
+    from simacc.harness.config import profiles
 
     seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
     seed = seed if seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")

@@ -2,7 +2,7 @@
 the share the contract documents, and how far apart the check let the two CDFs be, as data.
 
 A property attaches a :class:`Distribution` to the ``AssertionError`` it raises
-(:func:`simacc.harness.assertions.check`); the plugin puts it in the report's structured data
+(:func:`simacc.harness.judging.assertions.check`); the plugin puts it in the report's structured data
 (``simacc_distribution``), the event stream carries it as JSON to ``simacc check``, and each
 front end draws it: a text chart in the failure block and in ``simacc repro`` (:meth:`chart`),
 a plot in the HTML report (:mod:`simacc.commands.report_html`). Nothing is read back from the
@@ -122,7 +122,7 @@ def report(report_, error):
     shown = carried(error)
     if shown is None:
         return
-    from simacc.harness.recording import section
+    from simacc.harness.model.recording import section
 
     report_.user_properties.append((KEY, shown.to_json()))
     section(report_, "\n".join(shown.chart()), "simacc distribution")

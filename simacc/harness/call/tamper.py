@@ -40,13 +40,11 @@ import torch
 _TENSOR = torch.Tensor
 _AS_SUBCLASS = torch._C.TensorBase.as_subclass  # a method of an immutable type: nothing can replace it
 _NO_SUBCLASS_FUNCTIONS = torch._C.DisableTorchFunctionSubclass
-_QUICK_MODULES = ("simacc.harness.assertions",)  # with torch's: what a property compares an outcome with
 _MISSING = object()
-# imported before the record is taken, with what the layers above name (catalogue.judged_with),
+# imported before the record is taken, with what the rooms above name (simacc.harness.call.judges),
 # so that an implementation cannot be the first to import (and patch) what judges it
 RELIED_ON = ("simacc.contract.reference", "simacc.contract.sampling", "simacc.contract.validation",
-             "simacc.contract.caller", "simacc.harness.assertions", "simacc.harness.cases", "simacc.harness.catalogue",
-             "simacc.harness.impl", "simacc.harness.runner")
+             "simacc.contract.caller", "simacc.harness.model.cases")
 
 
 def _not_harness(name):
@@ -58,7 +56,7 @@ def _not_harness(name):
 class HarnessModified(BaseException):
     """The implementation changed what judges it (already put back).
 
-    A ``BaseException``, like :class:`~simacc.harness.runner.ImplementationHung`: it ends
+    A ``BaseException``, like :class:`~simacc.harness.call.runner.ImplementationHung`: it ends
     the property at once, and no property that expects the call to raise can take it for
     the implementation's own error."""
 
@@ -147,16 +145,16 @@ def _adopt(owner, key, value):
 def baseline():
     """Record what the harness relies on, once per process (before the first import of an
     implementation; later imports are checked against the same record): the modules of
-    :data:`RELIED_ON`, those the layers above name (:func:`~simacc.harness.catalogue.judged_with`)
+    :data:`RELIED_ON`, those the rooms above name (:func:`~simacc.harness.call.judges.judged_with`)
     and whatever else of simacc's is imported by then."""
     if _RECORD.full:
         return
     import importlib
 
     import simacc
-    from simacc.harness import catalogue
+    from simacc.harness.call import judges
 
-    for name in (*RELIED_ON, *catalogue.judges()):
+    for name in (*RELIED_ON, *judges.named()):
         importlib.import_module(name)
     for name in simacc.__all__:  # resolved now, so that a name set before the harness asks is a change
         getattr(simacc, name)
@@ -172,7 +170,7 @@ def baseline():
         used |= _names_used(module)
     by_label = {s.label: s for s in full}
     quick = [_Space("torch", torch, sorted(used)), by_label["torch.Tensor"]]
-    quick += [by_label[name] for name in _QUICK_MODULES if name in by_label]
+    quick += [by_label[name] for name in judges.named(quick=True) if name in by_label]
     _RECORD.full, _RECORD.quick = full, quick
     _RECORD.look_quickly()
 

@@ -5,7 +5,7 @@ it applies to, the strategies of its drawn arguments, its parametrizations and i
 pytest plugin, the in-process runs, repro files and the regression corpus all work from the
 records; :func:`simacc.properties.every_property` lists them.
 
-A body takes ``simacc``, a :class:`~simacc.harness.runner.Runner` (the implementation under
+A body takes ``simacc``, a :class:`~simacc.harness.call.runner.Runner` (the implementation under
 test on one device, with the session's Hypothesis settings), and its drawn arguments. Its
 Hypothesis test is built each time it runs, from the strategies for the implementation under
 test (a strategy may be a function of the implementation: a legacy one has no real mode) and
@@ -29,37 +29,19 @@ import sys
 import unittest
 from dataclasses import dataclass
 
-from simacc.harness import contracts, devices
+from simacc.harness.config import contracts, devices
 
 STEPS = 15  # steps of a serving program at most (Hypothesis's stateful_step_count)
 PROGRAM_SHARE = 10  # a stateful property runs one program for this many examples of the profile
 MIN_PROGRAMS = 10
-_JUDGES = []  # modules above the harness whose code judges an implementation too (judged_with)
-
-
-def judged_with(*modules):
-    """Name modules above the harness whose code judges an implementation too (a catalogue's
-    oracles, the strategies its cases come from). :func:`simacc.harness.tamper.baseline`
-    imports and records them with the harness's own before the first implementation is
-    imported, so that no implementation is the first to import, and so patch, them. A
-    catalogue names them as its package is imported, which whatever runs its properties
-    does before it loads an implementation."""
-    _JUDGES.extend(modules)
-
-
-def judges():
-    """The modules :func:`judged_with` named, in order."""
-    return tuple(_JUDGES)
-
-
 @dataclass(frozen=True, eq=False)
 class Property:
     """One claim of the catalogue. ``given`` maps each drawn argument to a strategy or to a
-    function of the :class:`~simacc.harness.impl.Implementation` returning one. ``needs``
+    function of the :class:`~simacc.harness.call.impl.Implementation` returning one. ``needs``
     says why it cannot run here (a missing package; None when it can). ``contracts_of``,
     given one parametrization's arguments, narrows the contracts to those it applies to.
     ``across_contexts``: it runs in every grad mode selected, not only the first
-    (:mod:`simacc.harness.grad_modes`). ``machine``: a stateful property, whose body returns
+    (:mod:`simacc.harness.config.grad_modes`). ``machine``: a stateful property, whose body returns
     a state machine (see the module). ``test`` is the function pytest collects.
     ``applies_when``, given one parametrization's arguments, says why it does not apply to
     them (a setting it needs was not given), or None. ``first``: it runs before every other
@@ -183,7 +165,7 @@ class Property:
                 outer(statistics)
 
         if self.machine:
-            from simacc.harness import profiles
+            from simacc.harness.config import profiles
 
             tests, generates = [self._programs(runner, runner.hypothesis or profiles.for_session("default"))], True
         else:
@@ -213,7 +195,7 @@ class Property:
         on their own."""
         import hypothesis
 
-        from simacc.harness import profiles
+        from simacc.harness.config import profiles
 
         chosen = runner.hypothesis or profiles.for_session("default")
         strategies = self.strategies(runner.impl)
@@ -234,7 +216,7 @@ class Property:
         the property and its parameters, and the implementation under test by name,
         contract and level on a kind of device. Never a path: a file IMPL is named by its
         file's name, so runners with different checkouts share one key."""
-        from simacc.harness.impl import parse
+        from simacc.harness.call.impl import parse
 
         impl = runner.impl
         where, attribute, _ = parse(impl.spec)
@@ -287,7 +269,7 @@ class Property:
         runs its machine on the program ``case`` twice: an implementation that keeps state
         across calls may have failed it in the test run from state an earlier program left,
         which a clean start lacks and the first run leaves."""
-        from simacc.harness.runner import HarnessModified, ImplementationHung
+        from simacc.harness.call.runner import HarnessModified, ImplementationHung
 
         try:
             if self.machine:
@@ -336,7 +318,7 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
     function takes ``simacc`` and those, plus any ``pytest.mark.parametrize`` arguments
     (marks go above this decorator) or those of ``params``, a function of the session's
-    :class:`~simacc.harness.settings.Settings` (None outside a session) returning
+    :class:`~simacc.harness.config.settings.Settings` (None outside a session) returning
     ``{name: [values]}``: a parametrization that depends on the session. ``across_contexts``,
     ``machine``, ``applies_when``, ``first`` and ``recorded_as`` are :class:`Property`'s.
     pytest collects a function of ``simacc`` and the parameters, which runs the property

@@ -1,7 +1,7 @@
 """The comparisons every property goes through.
 
 They hide themselves from tracebacks and write one message shape (:func:`explain.message
-<simacc.harness.explain.message>`): a first line ``{what}={got}, but should be {expected}``,
+<simacc.harness.model.explain.message>`): a first line ``{what}={got}, but should be {expected}``,
 the role of the element that differs when the property names it, and ``[L=.., W=.., bs=..,
 mode ..]``; then, for small tensors, the whole of both; then the case with its values. A
 whole tensor is compared first; elements are walked only on failure, to name the first wrong
@@ -10,7 +10,11 @@ index.
 
 import torch
 
-from simacc.harness import distributions, explain
+from simacc.harness.call.judges import judged_with
+from simacc.harness.judging import distributions
+from simacc.harness.model import explain
+
+judged_with(__name__, quick=True)  # every call's outcome is compared through these helpers
 
 
 def describe(t):
@@ -33,7 +37,7 @@ def first_difference(got, expected):
 def check_equal(what, got, expected, case, length=None, role=None):
     """``got`` must equal ``expected`` exactly: type, shape, dtype, device and every byte.
     ``length`` is the ``L`` the property holds the outputs to (see :func:`explain.context
-    <simacc.harness.explain.context>`); ``role(index)`` says what the element at ``index``
+    <simacc.harness.model.explain.context>`); ``role(index)`` says what the element at ``index``
     of ``expected`` is (the bonus, padding...), for the message."""
     __tracebackhide__ = True
     if not isinstance(got, torch.Tensor):
@@ -57,7 +61,7 @@ def check_equal(what, got, expected, case, length=None, role=None):
 
 def check(condition, what, got, expected, case, length=None, distribution=None):
     """A scalar claim: ``condition`` must hold, else ``{what}={got}, but should be {expected}``.
-    ``distribution``: the :class:`~simacc.harness.distributions.Distribution` the claim is
+    ``distribution``: the :class:`~simacc.harness.judging.distributions.Distribution` the claim is
     about, which the failure carries for the reports to draw."""
     __tracebackhide__ = True
     if not condition:

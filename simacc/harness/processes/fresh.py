@@ -1,11 +1,11 @@
 """Fresh processes: copies of this process as it was just before it imported its first
 implementation, for the work that must run where the implementation never ran: the
-tensor-parallel ranks (:mod:`simacc.harness.ranks`), each importing the implementation anew,
+tensor-parallel ranks (:mod:`simacc.harness.sessions.ranks`), each importing the implementation anew,
 and the grad modes of an in-process run after the first, one process each
-(:mod:`simacc.harness.inprocess`; CONTRACT.md §11.5, §11.7).
+(:mod:`simacc.harness.sessions.inprocess`; CONTRACT.md §11.5, §11.7).
 
 A new interpreter costs an import of torch (a second or more); a copy costs a fork. So the
-first import of an implementation (:func:`simacc.harness.impl.load`) first forks a *zygote*
+first import of an implementation (:func:`simacc.harness.call.impl.load`) first forks a *zygote*
 (:func:`prepare`), a process that only waits and forks a child each time one is asked for. A
 child starts with its user's import path and working directory, serves calls of importable
 functions (:class:`Process`) until its user closes it, and ends with it.
@@ -187,7 +187,7 @@ class Process:
     def _adopt_ours(self):
         """Give it this process's import path and working directory, as a process started
         beside this one now would have."""
-        self.send("simacc.harness.fresh:_adopt", list(sys.path), os.getcwd())
+        self.send("simacc.harness.processes.fresh:_adopt", list(sys.path), os.getcwd())
         kind, said = self.receive(60)
         if kind != "ok":
             raise Died(said)

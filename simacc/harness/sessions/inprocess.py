@@ -3,23 +3,24 @@
 ``simacc check`` runs the properties under pytest (xfails, repro files, crash isolation).
 The zoo needs something lighter: dozens of implementations, each through a few properties,
 where starting a pytest process per implementation cost more than the properties
-themselves. Here each :class:`~simacc.harness.catalogue.Property` is run directly, through
-the same :meth:`~simacc.harness.catalogue.Property.run` the pytest plugin uses, once per
+themselves. Here each :class:`~simacc.harness.judging.catalogue.Property` is run directly, through
+the same :meth:`~simacc.harness.judging.catalogue.Property.run` the pytest plugin uses, once per
 parametrization (and grad mode, for a property that runs in each), with a fresh
-:class:`~simacc.harness.runner.Runner` under the given Hypothesis settings (so the CI zoo can
+:class:`~simacc.harness.call.runner.Runner` under the given Hypothesis settings (so the CI zoo can
 skip shrinking). A server runs one grad mode per process (CONTRACT.md §11.5), so only the
 first mode runs in this process: each other runs in a fresh process of its own
-(:mod:`simacc.harness.fresh`).
+(:mod:`simacc.harness.processes.fresh`).
 """
 
 import time
 from dataclasses import dataclass
 
-from simacc.harness import devices, grad_modes, tamper
-from simacc.harness.runner import ImplementationHung, Runner
-from simacc.harness.settings import DEFAULT_TIMEOUT
-from simacc.harness.status import Status
-from simacc.harness.tamper import HarnessModified
+from simacc.harness.call import tamper
+from simacc.harness.call.runner import ImplementationHung, Runner
+from simacc.harness.call.tamper import HarnessModified
+from simacc.harness.config import devices, grad_modes
+from simacc.harness.config.settings import DEFAULT_TIMEOUT
+from simacc.harness.config.status import Status
 
 
 @dataclass
@@ -40,7 +41,7 @@ class Result:
 
 def run(implementation, device, properties, *, settings=None, seed=None, timeout=DEFAULT_TIMEOUT,
         one_failure=False, contexts=grad_modes.NAMES):
-    """Each of ``properties`` (:class:`~simacc.harness.catalogue.Property` records) against
+    """Each of ``properties`` (:class:`~simacc.harness.judging.catalogue.Property` records) against
     ``implementation`` on ``device``; a list of :class:`Result`, one per parametrization and
     grad mode (of ``contexts``, as a session selects them). ``settings`` (a Hypothesis
     settings object) and ``seed`` are what the Hypothesis properties run under.
@@ -48,24 +49,24 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     know a mutant is killed).
 
     The first mode runs in this process; each other one in a fresh process of its own
-    (:mod:`simacc.harness.fresh`) that imports the implementation anew, so that what it
+    (:mod:`simacc.harness.processes.fresh`) that imports the implementation anew, so that what it
     keeps from call to call is made and used in one mode, as in a server (CONTRACT.md §11.5)."""
     results = _in_mode(implementation, device, properties, settings, seed, timeout, one_failure, contexts, 0)
     for number in range(1, len(contexts)):
-        ids = [prop.id for prop in properties if prop.across_contexts]
+        ids = [(prop.module, prop.id) for prop in properties if prop.across_contexts]
         if not ids:
             continue
-        from simacc.harness import fresh
+        from simacc.harness.processes import fresh
 
         with fresh.Process(new=devices.is_cuda(device)) as process:
-            process.send("simacc.harness.inprocess:_in_fresh_process", implementation.spec, implementation.contract,
+            process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec, implementation.contract,
                          implementation.level, implementation.fixed_token_id, device, ids, _portable(settings), seed,
                          timeout, one_failure, contexts, number)
             try:
                 kind, said = process.receive(None)
             except fresh.Died as e:
                 said, kind = [Result(f"{pid}[{contexts[number]}]", device, Status.CRASHED, None, 0.0,
-                                     f"the process running grad mode {contexts[number]} died: {e}") for pid in ids], "ok"
+                                     f"the process running grad mode {contexts[number]} died: {e}") for _, pid in ids], "ok"
         if kind != "ok":
             raise RuntimeError(f"grad mode {contexts[number]}'s process: {said}")
         results += said
@@ -74,12 +75,14 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
 
 def _in_fresh_process(spec, contract, level, fixed_token_id, device, ids, settings, seed, timeout, one_failure,
                       contexts, number):
-    """(in a fresh process) The properties ``ids`` in grad mode ``contexts[number]`` only."""
-    from simacc import properties
-    from simacc.harness import impl
+    """(in a fresh process) The properties ``ids`` (``(module, id)`` pairs) in grad mode
+    ``contexts[number]`` only."""
+    import importlib
 
+    from simacc.harness.call import impl
+
+    chosen = [getattr(importlib.import_module(module), f"test_{pid}").simacc_property for module, pid in ids]
     loaded = impl.load(spec, contract, level, fixed_token_id)
-    chosen = [prop for prop in properties.every_property() if prop.id in ids]
     if settings is not None:
         import hypothesis
 

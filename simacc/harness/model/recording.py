@@ -15,7 +15,7 @@ blocks, fuzz's summary and this section); this module imports torch only once it
 
 import shlex
 
-from simacc.harness.settings import shown
+from simacc.harness.config.settings import shown
 
 SECTION = "simacc repro"
 
@@ -24,7 +24,7 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     """Write the repro file of ``runner``'s last case for property ``prop_id`` and say so in
     ``report``."""
     from simacc.contract import caller  # here: a command builds replay commands without torch
-    from simacc.harness import repro_files as reprofile
+    from simacc.harness.model import repro_files as reprofile
 
     case = runner.last[0]
     message = str(excinfo.value) if excinfo is not None else ""

@@ -10,7 +10,7 @@ harness); this module only puts it into the message.
 
 import dataclasses
 
-from simacc.harness.cases import TensorArg
+from simacc.harness.model.cases import TensorArg
 
 MAX_SHOWN = 64  # elements per tensor up to which a message shows the values
 

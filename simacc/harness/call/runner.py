@@ -26,10 +26,10 @@ bound, the harness's own functions are checked, results are read as plain tensor
 ``KeyboardInterrupt`` the code raised is its error (only a real Ctrl-C interrupts), and a
 heartbeat tells a supervising command that a call is in progress, so that it can enforce a
 deadline of its own whatever the call does to its signals. A call that outlasts the limit
-is counted (:mod:`simacc.harness.watch`): after a few, the session stops calling it.
+is counted (:mod:`simacc.harness.processes.watch`): after a few, the session stops calling it.
 
 A runner belongs to one test: it knows the implementation, the device and the grad mode the
-test runs in (:mod:`simacc.harness.grad_modes`) and the Hypothesis settings its properties
+test runs in (:mod:`simacc.harness.config.grad_modes`) and the Hypothesis settings its properties
 run under. A case's tensors are made, and the call runs, in the grad mode, as a server makes
 and calls them; the mode is entered in the thread that calls (grad modes are per thread).
 The last case run is remembered for the repro file.
@@ -44,13 +44,16 @@ from dataclasses import dataclass
 
 import torch
 
-from simacc.harness import explain, grad_modes, process_state, tamper, watch
-from simacc.harness.capture import Capture
-from simacc.harness.interrupts import Recorder
-from simacc.harness.settings import DEFAULT_TIMEOUT
-from simacc.harness.stream import clip
-from simacc.harness.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
-from simacc.harness.watch import WATCHDOG_GRACE, WATCHDOG_ROOM
+from simacc.harness.call import process_state, tamper
+from simacc.harness.call.capture import Capture
+from simacc.harness.call.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
+from simacc.harness.config import grad_modes
+from simacc.harness.config.settings import DEFAULT_TIMEOUT
+from simacc.harness.model import explain
+from simacc.harness.processes import watch
+from simacc.harness.processes.interrupts import Recorder
+from simacc.harness.processes.stream import clip
+from simacc.harness.processes.watch import WATCHDOG_GRACE, WATCHDOG_ROOM
 
 
 class ImplementationFailed(AssertionError):
@@ -107,7 +110,7 @@ class _Watchdog:
 
     def tighten(self):
         """The call in progress has outlasted its limit: end the process if it is still
-        running :data:`~simacc.harness.watch.INTERRUPTED_GRACE` seconds from now (it caught the
+        running :data:`~simacc.harness.processes.watch.INTERRUPTED_GRACE` seconds from now (it caught the
         interrupt, or it is stuck in C code that the interrupt cannot reach)."""
         self._arm(watch.INTERRUPTED_GRACE)
 
@@ -134,7 +137,7 @@ def _alarm(signum, frame):
 
 
 class Runner:
-    """Calls one :class:`~simacc.harness.impl.Implementation` on ``device`` with a time limit
+    """Calls one :class:`~simacc.harness.call.impl.Implementation` on ``device`` with a time limit
     per call, in the grad mode ``context`` (None: the caller's own); ``hypothesis`` (a
     Hypothesis settings object) and ``seed`` are what the properties it serves run under
     (None: simacc's ``default`` profile, a random seed).
@@ -158,7 +161,7 @@ class Runner:
         self._capture = Capture(capture)
         self._interrupts = Recorder()
         self._changed = ()
-        self._ranks = None  # the test's ranks, started at its first in_ranks
+        self.closing = []  # what ends with the runner (a test's ranks), called as it exits
 
     def __enter__(self):
         _WATCHDOG.users += 1
@@ -168,9 +171,8 @@ class Runner:
         return self
 
     def __exit__(self, *exc):
-        if self._ranks is not None:
-            self._ranks.close()
-            self._ranks = None
+        while self.closing:
+            self.closing.pop()()
         self._interrupts.__exit__()
         if self._previous_handler is not None:
             signal.signal(signal.SIGALRM, self._previous_handler)
@@ -188,7 +190,7 @@ class Runner:
         the implementation's own errors (they land in ``Outcome.error``), only
         :class:`ImplementationHung` and :class:`HarnessModified`."""
         device = self.device if device is None else device
-        self._imported_intact()
+        self.check_import()
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
@@ -229,23 +231,10 @@ class Runner:
             raise failure from cause
         return outcome
 
-    def _imported_intact(self):
+    def check_import(self):
         """Raise :class:`HarnessModified` when importing the implementation changed the harness."""
         if self.impl.modified_at_import:
             raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
-
-    def in_ranks(self, case):
-        """What each tensor-parallel rank gets from ``case`` (a list of
-        :class:`~simacc.harness.ranks.RankOutcome`, in rank order): the call in processes of their
-        own, each of which imported the implementation anew (:mod:`simacc.harness.ranks`). The
-        ranks live as long as this runner and receive every case it is asked."""
-        from simacc.harness.ranks import Ranks
-
-        self._imported_intact()
-        self.last = (case, self.device)
-        if self._ranks is None:
-            self._ranks = Ranks(self.impl, self.device, self.context, self.timeout)
-        return self._ranks.run(case)
 
     def _call(self, args):
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)

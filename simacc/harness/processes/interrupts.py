@@ -54,7 +54,7 @@ def deferred():
     """Hold Ctrl-C and SIGTERM back while the block runs, and hand one that came to its
     handler when the block ends. For a block that a ``KeyboardInterrupt`` must not cut in
     two: starting a child and keeping its handle (cut, the child runs on with nobody to stop
-    it), or a look at a child (:func:`simacc.harness.session.ended`). Python runs signal
+    it), or a look at a child (:func:`simacc.harness.sessions.session.ended`). Python runs signal
     handlers in the main thread only: elsewhere there is nothing to hold back."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from simacc.contract.sampling import sample_simulated_acc_len
-from simacc.harness import contracts
+from simacc.harness.config import contracts
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
 DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,

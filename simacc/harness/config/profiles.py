@@ -22,7 +22,7 @@ for every profile: a shared database is only useful if every run, CI's included,
 Each location maps onto one of Hypothesis's own databases, nothing home-made. Hypothesis
 forbids a database with ``derandomize`` and keeps none for a seeded test (``@seed``, as
 ``--seed`` runs): such a property replays the database's examples first, in a run of their
-own (:data:`REPLAY`, :meth:`simacc.harness.catalogue.Property.run`), then generates its
+own (:data:`REPLAY`, :meth:`simacc.harness.judging.catalogue.Property.run`), then generates its
 examples without it. ``ci`` with a database generates with a fixed seed (:func:`seed_for`)
 in place of derandomize: the same examples every run, after the database's.
 """
@@ -41,7 +41,7 @@ from hypothesis.database import (
 )
 from hypothesis.errors import HypothesisWarning
 
-from simacc.harness import settings as opts
+from simacc.harness.config import settings as opts
 
 EXAMPLES = {"default": 50, "ci": 200, "thorough": 2000, "replay": 1}
 LOCAL = {"default": True, "ci": False, "thorough": True, "replay": True}  # whether the local example database is used
@@ -77,7 +77,7 @@ class DatabaseError(Exception):
 def for_session(name, max_examples=None, root=".", database=None, readonly=False):
     """The Hypothesis settings of profile ``name`` (``default``, ``ci``, ``thorough``) for a
     session started in ``root``: its example database there, or the one ``database`` names
-    (a :func:`simacc.harness.settings.database` value), read-only with ``readonly``;
+    (a :func:`simacc.harness.config.settings.database` value), read-only with ``readonly``;
     ``max_examples`` overriding. Raises :class:`DatabaseError` for one that cannot be
     reached."""
     chosen = settings.get_profile(f"simacc-{name}")
@@ -102,7 +102,7 @@ def seed_for(name, database, seed):
 
 
 def open_database(locations, root="."):
-    """The Hypothesis database of ``locations`` (see :func:`simacc.harness.settings.database`),
+    """The Hypothesis database of ``locations`` (see :func:`simacc.harness.config.settings.database`),
     each reached once now: a Redis server answers, a GitHub artifact is downloaded (or found in
     its cache). Several locations make one :class:`MultiplexedDatabase`; a GitHub artifact is
     always read-only."""

@@ -10,7 +10,7 @@ watcher whatever the implementation does to the process that calls it:
   call (no system call): when the call started, on the system-wide monotonic clock, and
   its time limit; zeros between calls. The writer holds an ``flock`` on it, so a watcher
   tells a live writer from a dead one whose pid may have been reused. The supervisor
-  reads them to enforce its own deadline (:class:`simacc.harness.session.Deadline`).
+  reads them to enforce its own deadline (:class:`simacc.harness.sessions.session.Deadline`).
 * ``PREFIX.hangs``: one byte per call that outlasted its limit; once there are
   :data:`HANG_BUDGET` of them, the remaining properties are not run.
 * ``PREFIX.watchdog.PID``: where faulthandler's watchdog writes as it ends a process whose
@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from simacc.harness.atomic import write_atomically
+from simacc.harness.processes.atomic import write_atomically
 
 HANG_BUDGET = 2  # calls past the time limit in a session before the rest is not run
 WATCHDOG_GRACE = 5.0  # seconds past the time limit before the watchdog ends the process

@@ -13,12 +13,14 @@ Every parse error is a :class:`SettingsError`: one line naming the option or var
 
 import argparse
 import dataclasses
+import functools
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from simacc.harness import contracts, devices, grad_modes
+from simacc.harness.config import contracts, devices, grad_modes
 
 PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
 DEFAULT_TIMEOUT = 30.0
@@ -246,7 +248,7 @@ class Settings:
 
     @property
     def contexts(self):
-        """The grad modes selected (:mod:`simacc.harness.grad_modes`), in order."""
+        """The grad modes selected (:mod:`simacc.harness.config.grad_modes`), in order."""
         return grad_modes.expand(self.context)
 
     @property
@@ -256,7 +258,7 @@ class Settings:
 
     def per_process(self):
         """These settings once for each grad mode that needs processes of its own: a session
-        each (:mod:`simacc.harness.session`)."""
+        each (:mod:`simacc.harness.sessions.session`)."""
         if self.run_context is not None:
             return [self]
         return [dataclasses.replace(self, run_context=mode) for mode in self.contexts]
@@ -313,7 +315,7 @@ def resolve(given, environ=None, root=None, home=None):
     if settings.xfails is not None:
         read_xfails(settings.xfails)  # unreadable: a usage error now, not later
     if settings.tokenizer is not None:
-        from simacc.harness import tokenizer
+        from simacc.harness.config import tokenizer
 
         try:
             tokenizer.load(settings.tokenizer)  # the same: no tokenizer, or no package to read it
@@ -392,3 +394,9 @@ def in_effect(environ=None):
     """``{name: value}`` for every ``SIMACC_*`` variable that is set."""
     environ = os.environ if environ is None else environ
     return {k: v for k, v in sorted(environ.items()) if k.startswith("SIMACC_")}
+
+
+@functools.cache
+def properties_dir():
+    """Where simacc's property modules lie (found, not imported)."""
+    return Path(importlib.util.find_spec("simacc.properties").origin).resolve().parent

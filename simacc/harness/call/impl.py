@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from simacc.harness import contracts
+from simacc.harness.call.judges import judged_with
+from simacc.harness.config import contracts
+
+judged_with(__name__, "simacc.harness.call.runner")  # what loads and calls every implementation
 
 INFERRED, FORWARDED, FORCED = (
     "inferred from the signature",
@@ -39,7 +42,7 @@ class Implementation:
     ``style`` is how arguments are passed: the contract's keyword style (``keywords``, or
     ``jax``: keywords as JAX arrays and a key, the results converted back by
     :mod:`simacc.contract.jaxbridge`) or one of its positional orders
-    (:attr:`simacc.harness.contracts.Contract.orders`). ``fixed_token_id`` is the id its
+    (:attr:`simacc.harness.config.contracts.Contract.orders`). ``fixed_token_id`` is the id its
     fixed mode must write.
     """
 
@@ -51,12 +54,12 @@ class Implementation:
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
     level: str = "exact"  # "semantic" for ports that draw L their own way (CONTRACT.md §9)
     fixed_token_id: int = DEFAULT_FIXED_TOKEN_ID
-    changed_at_import: tuple = ()  # process state its import changed (restored; simacc.harness.process_state)
-    modified_at_import: tuple = ()  # harness objects its import replaced (put back; simacc.harness.tamper)
+    changed_at_import: tuple = ()  # process state its import changed (restored; simacc.harness.call.process_state)
+    modified_at_import: tuple = ()  # harness objects its import replaced (put back; simacc.harness.call.tamper)
 
     @property
     def record(self):
-        """The :class:`~simacc.harness.contracts.Contract` it follows."""
+        """The :class:`~simacc.harness.config.contracts.Contract` it follows."""
         return contracts.CONTRACTS[self.contract]
 
     @property
@@ -330,15 +333,26 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
     return Implementation(spec, fn, chosen, style, source, how, level, fixed_token_id, changed, modified)
 
 
-def _guarded_import(spec):
-    """``_import_target(spec)``, the process state and the harness as they were before it
-    (docs/trust.md), after the zygote of fresh processes is made (:mod:`simacc.harness.fresh`): ``(target, state changes, harness objects replaced)``, both put back. A
-    ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
-    from simacc.harness import fresh, process_state, tamper
-    from simacc.harness.interrupts import Recorder
+def prepare():
+    """What comes before the first implementation is imported in this process: the record of
+    the harness it is checked against (:func:`simacc.harness.call.tamper.baseline`: this module
+    and the runner among it) and the copy of this process that ranks and later grad modes start
+    from (:func:`simacc.harness.processes.fresh.prepare`). Once per process; later calls cost nothing."""
+    from simacc.harness.call import tamper
+    from simacc.harness.processes import fresh
 
     tamper.baseline()
-    fresh.prepare()  # the copy of this process that ranks and later grad modes start from
+    fresh.prepare()
+
+
+def _guarded_import(spec):
+    """``_import_target(spec)`` after :func:`prepare`, with the process state and the harness as
+    they were before it (docs/trust.md): ``(target, state changes, harness objects replaced)``,
+    both put back. A ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
+    from simacc.harness.call import process_state, tamper
+    from simacc.harness.processes.interrupts import Recorder
+
+    prepare()
     with Recorder() as ctrl_c:
         before = process_state.snapshot()
         try:

@@ -5,7 +5,7 @@ not be able to run code by being read). It holds the property id, the contract, 
 implementation, device and grad mode it failed in, the failure message, and the case: every
 tensor's values (flat, row-major), shape, dtype and layout, the scalar arguments and the
 generator seed. A stateful property's failure is a program instead
-(:mod:`simacc.harness.programs`): its file has schema ``simacc-repro/2`` and a
+(:mod:`simacc.harness.model.programs`): its file has schema ``simacc-repro/2`` and a
 ``program`` (machine, knobs, steps) where the others have a ``case``; both schemas are
 read. Reading one validates everything before any tensor is built, so a corrupt, truncated,
 foreign or hostile file is refused with one line naming the problem: only a regular file is
@@ -30,10 +30,11 @@ from pathlib import Path
 
 import torch
 
-from simacc.harness import contracts, devices, grad_modes
-from simacc.harness.atomic import write_atomically
-from simacc.harness.cases import DTYPES, LAYOUTS, TensorArg
-from simacc.harness.programs import Program
+from simacc.harness.config import contracts, devices, grad_modes
+from simacc.harness.model import cases
+from simacc.harness.model.cases import DTYPES, LAYOUTS, TensorArg
+from simacc.harness.model.programs import Program
+from simacc.harness.processes.atomic import write_atomically
 
 SCHEMA = "simacc-repro/1"
 PROGRAM_SCHEMA = "simacc-repro/2"  # a file that holds a program (a stateful property's failure)
@@ -272,7 +273,7 @@ def _field_kinds(case_type):
 def decode_case(obj):
     """The case described by ``{"type": ..., "fields": {...}}``; :class:`ReproError` if invalid."""
     _exact_keys(obj, ("type", "fields"), "'case'")
-    known = {c.case_name: c.case_type for c in contracts.CONTRACTS.values()}
+    known = {c.case_name: getattr(cases, c.case_name) for c in contracts.CONTRACTS.values()}
     case_type = known.get(obj["type"]) if isinstance(obj["type"], str) else None
     if case_type is None:
         raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(known)})"[:300])

@@ -5,11 +5,10 @@ modes. Loading an implementation, the call styles, the cases, the benchmarks and
 all read these records (CONTRACT.md §4, §6-§10).
 
 Adding a contract: a record here, its reference in :mod:`simacc.contract`, a case type in
-:mod:`simacc.harness.cases`, a strategy registered in ``simacc.strategies.BY_CONTRACT``, a
+:mod:`simacc.harness.model.cases`, a strategy registered in ``simacc.strategies.BY_CONTRACT``, a
 property module and zoo entries (ARCHITECTURE.md, "Where to add").
 """
 
-import importlib
 from dataclasses import dataclass, field
 
 TOKEN_MODES = ("fixed", "real-draft-token")
@@ -42,17 +41,13 @@ class Contract:
     name: str
     params: tuple
     reference: str
-    case_name: str  # its case type in simacc.harness.cases (named: this module imports no torch)
+    case_name: str  # the name of its case type in simacc.harness.model.cases (a room above this one)
     keyword_style: str | None = "keywords"  # None: recognised by position only
     aliases: dict = field(default_factory=dict)  # other names a parameter had in older releases
     orders: dict = field(default_factory=dict)
     omissions: dict = field(default_factory=dict)
     modes: tuple = TOKEN_MODES  # the modes its cases come in: sglang's token modes, vLLM's knobs or requests
     level: str | None = None
-
-    @property
-    def case_type(self):
-        return getattr(importlib.import_module("simacc.harness.cases"), self.case_name)
 
     @property
     def writes_a_fixed_id(self):

@@ -3,7 +3,7 @@ the supervisor of every child of a simacc command.
 
 A simacc command never imports the implementation it checks: the child does (its xdist
 workers, or the child itself with ``-n 0``), and reports through the event stream
-(:mod:`simacc.harness.stream`) what it loaded, collected and found. So whatever the
+(:mod:`simacc.harness.processes.stream`) what it loaded, collected and found. So whatever the
 implementation does to its process (ends it at import or in a call, with any exit code), the
 command's verdict, and its exit status, come from this process and from what it heard: a
 child that ends without its ``finished`` event ended early, which is never a success.
@@ -17,8 +17,8 @@ check's session here, ``repro`` and ``mutants`` through
 :func:`simacc.commands.supervised.supervised`, each round of ``fuzz``):
 
 * its own deadline (:class:`Deadline`): every process of the session beats a heartbeat file
-  while a call runs (:mod:`simacc.harness.watch`), and one whose call has outlasted its
-  limit by :data:`~simacc.harness.watch.SUPERVISOR_MARGIN` is killed, whatever it did to
+  while a call runs (:mod:`simacc.harness.processes.watch`), and one whose call has outlasted its
+  limit by :data:`~simacc.harness.processes.watch.SUPERVISOR_MARGIN` is killed, whatever it did to
   its alarm, its signals or its watchdog;
 * bounded output: the child's output is read as it comes and only its last
   :data:`OUTPUT_TAIL` bytes are kept;
@@ -38,9 +38,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from simacc.harness import settings as opts
-from simacc.harness import interrupts, stream, watch
-from simacc.harness.status import FAILED, Status
+from simacc.harness.config import settings as opts
+from simacc.harness.config.status import FAILED, Status
+from simacc.harness.processes import interrupts, stream, watch
 
 POLL_S = 0.1
 OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
@@ -49,7 +49,7 @@ OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
 @dataclass
 class Heard:
     """What a check's sessions said (one per grad mode, :meth:`Settings.per_process
-    <simacc.harness.settings.Settings.per_process>`): their events in the order they came,
+    <simacc.harness.config.settings.Settings.per_process>`): their events in the order they came,
     how the children ended (the first non-zero code), the end of their output, the commands
     that ran them, and, when one ended without finishing, why (``death``: a ``(Status, line)``
     pair, or None when nothing is known)."""
@@ -190,7 +190,7 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
     simacc's properties), then the configuration, the settings and ``extra``."""
     ini = Path(scratch) / "pytest.ini"
     ini.write_text("[pytest]\naddopts = --strict-markers\n", encoding="utf-8")
-    from simacc.harness.plugin import properties_dir
+    from simacc.harness.config.settings import properties_dir
 
     args = [*targets, "-c", str(ini), "--rootdir", os.getcwd(),
             "--confcutdir", str(properties_dir()), "--disable-plugin-autoload", "-p", "xdist", "-p", "hypothesispytest",

@@ -1,7 +1,7 @@
 """The events a pytest session of simacc's properties reports to the command that started it
 (``--simacc-stream PATH``): one JSON object a line, appended by whichever process knows the
 fact (the xdist controller its tests' results, a worker the implementation it loaded), and
-read by the supervising command as they come (:mod:`simacc.harness.session`).
+read by the supervising command as they come (:mod:`simacc.harness.sessions.session`).
 
 Each event is one ``write`` to a file opened for appending, so lines from several processes
 never interleave; a field longer than :data:`MAX_FIELD` characters is cut there, so that an

@@ -3,24 +3,26 @@ seeds, in processes of their own that each import the implementation anew, as ea
 server does. A server never compares its ranks' results: two ranks that draw different
 lengths desynchronise the batch or hang a collective, so simacc compares them.
 
-:class:`Ranks` keeps :data:`RANKS` fresh processes (:mod:`simacc.harness.fresh`) for one
+:class:`Ranks` keeps :data:`RANKS` fresh processes (:mod:`simacc.harness.processes.fresh`) for one
 test and sends every case to each (copies of this process made before the implementation was
 imported, or new interpreters where it had been imported before them); each rank calls the implementation through a
-:class:`~simacc.harness.runner.Runner` of its own (the time limit, the protections, torch's
+:class:`~simacc.harness.call.runner.Runner` of its own (the time limit, the protections, torch's
 CPU generator seeded from the case, a functional port's key from it), on the test's device
 and in its grad mode, and answers with what the call returned and left in its arguments, on
 the CPU. The ranks stay in step: they receive the same calls in the same order.
 """
 
+import weakref
 from dataclasses import dataclass
 
 import torch
 
-from simacc.harness import fresh, watch
-from simacc.harness.impl import parse
+from simacc.harness.call.impl import parse
+from simacc.harness.processes import fresh, watch
 
 RANKS = 2
 _RUNNER = {}  # in a rank: the Runner of the implementation it serves
+_OF_RUNNER = weakref.WeakKeyDictionary()  # a test's runner: its ranks
 
 
 @dataclass
@@ -37,11 +39,24 @@ class RankFailed(AssertionError):
     """A rank could not answer: it died, or outlasted its time."""
 
 
+def of(runner, case):
+    """What each rank gets from ``case`` (a list of :class:`RankOutcome`, in rank order) for the
+    test ``runner`` serves: its ranks are started at the first call and live as long as the
+    runner, receiving every case it is asked."""
+    runner.check_import()
+    runner.last = (case, runner.device)
+    ranks = _OF_RUNNER.get(runner)
+    if ranks is None:
+        ranks = _OF_RUNNER[runner] = Ranks(runner.impl, runner.device, runner.context, runner.timeout)
+        runner.closing.append(lambda: _OF_RUNNER.pop(runner).close())
+    return ranks.run(case)
+
+
 class Ranks:
     """:data:`RANKS` ranks of ``impl`` on ``device`` in grad mode ``context``."""
 
     def __init__(self, impl, device, context, timeout):
-        from simacc.harness import devices
+        from simacc.harness.config import devices
 
         self.timeout = timeout
         self.processes = []
@@ -49,7 +64,7 @@ class Ranks:
         try:
             for _ in range(RANKS):
                 self.processes.append(fresh.Process(new=new))
-            self._all("simacc.harness.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
+            self._all("simacc.harness.sessions.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
                       context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
         except BaseException:
             self.close()
@@ -57,7 +72,7 @@ class Ranks:
 
     def run(self, case):
         """Each rank's :class:`RankOutcome` of ``case``, in rank order."""
-        return self._all("simacc.harness.ranks:_call", case, limit=self.timeout + watch.WATCHDOG_GRACE + 30)
+        return self._all("simacc.harness.sessions.ranks:_call", case, limit=self.timeout + watch.WATCHDOG_GRACE + 30)
 
     def _all(self, target, *args, limit):
         for process in self.processes:
@@ -70,7 +85,7 @@ class Ranks:
                 words = watch.last_words(watch.prefix(), process.pid) if watch.prefix() else None
                 said = f"rank {rank}'s process (pid {process.pid}) died: {words[1] if words else e}"
                 if words and words[0] in ("watchdog", "killed"):  # its call outlasted the time limit
-                    from simacc.harness.runner import ImplementationHung
+                    from simacc.harness.call.runner import ImplementationHung
 
                     watch.note_hang()
                     raise ImplementationHung(said) from None
@@ -97,7 +112,7 @@ def _modules(impl):
 
 def _reraise(line, rank):
     """A rank's own failure (a hang, a harness modified): the same failure here."""
-    from simacc.harness.runner import HarnessModified, ImplementationHung
+    from simacc.harness.call.runner import HarnessModified, ImplementationHung
 
     kind, _, message = line.partition(": ")
     error = {"ImplementationHung": ImplementationHung, "HarnessModified": HarnessModified}.get(kind, RankFailed)
@@ -106,8 +121,8 @@ def _reraise(line, rank):
 
 def _start(spec, contract, level, fixed_token_id, device, context, timeout, prefix):
     """(in a rank) Import the implementation anew and keep a runner for it."""
-    from simacc.harness import impl
-    from simacc.harness.runner import Runner
+    from simacc.harness.call import impl
+    from simacc.harness.call.runner import Runner
 
     watch.configure(prefix)
     implementation = impl.load(spec, contract, level, fixed_token_id)

@@ -1,0 +1,8 @@
+"""What a session is configured with, read by every other room: one ``Contract`` record per
+contract (``contracts``), one ``Settings`` record per session and every option (``settings``),
+the Hypothesis profiles and example databases (``profiles``), device names (``devices``), grad
+modes (``grad_modes``), a test's ``Status`` and its order of severity (``status``), and the
+served model's tokenizer (``tokenizer``).
+
+Imports nothing of simacc but :mod:`simacc.contract`; torch-free (a command's own process
+reads these without importing torch)."""
