@@ -1,7 +1,7 @@
 """The process-wide state a call must leave as it found it (CONTRACT.md §11.4): torch's
 default dtype and device, grad mode, the deterministic-algorithms flag and the thread count,
-and the working directory and the signal handlers the harness relies on (``SIGALRM`` for the
-time limit, ``SIGINT`` for Ctrl-C).
+and the working directory and every signal's handler (a serving process has its own, and the
+harness relies on ``SIGALRM`` for the time limit and ``SIGINT`` for Ctrl-C).
 
 The runner takes a :func:`snapshot` before each call and :func:`restore`\\ s it after, keeping
 what had changed for the property that judges it; the implementation's import is wrapped
@@ -25,7 +25,8 @@ except ImportError:  # another interpreter
 
 import torch
 
-_SIGNALS = (signal.SIGALRM, signal.SIGINT) if hasattr(signal, "SIGALRM") else (signal.SIGINT,)
+# every signal a handler can be set for (SIGKILL and SIGSTOP cannot be caught)
+_SIGNALS = tuple(sorted(set(signal.valid_signals()) - {getattr(signal, "SIGKILL", None), getattr(signal, "SIGSTOP", None)}))
 _modes = getattr(torch._C, "_len_torch_function_stack", None)
 
 
@@ -82,7 +83,7 @@ def restore(before):
             os.chdir(before.cwd)
     for number, old, new in zip(_SIGNALS, before.handlers, now.handlers):
         if new is not old:
-            changes.append(f"{signal.Signals(number).name} handler replaced")
+            changes.append(f"{_signal_name(number)} handler replaced")
             try:
                 signal.signal(number, old)
             except (ValueError, TypeError):  # outside the main thread, or not a handler Python set
@@ -98,6 +99,13 @@ def _restore_device(before):
     pop = getattr(torch._C, "_pop_torch_function_stack", None)
     while pop is not None and _modes() > 0:  # a mode entered and never left
         pop()
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal past SIGRTMIN
+        return f"signal {number}"
 
 
 def _name(dtype):

@@ -60,6 +60,10 @@ class ImplementationFailed(AssertionError):
     """The implementation raised where the contract wants a result."""
 
 
+class ProcessChanged(AssertionError):
+    """A call changed the process's global state (CONTRACT.md §11.4); the runner restored it."""
+
+
 class ImplementationHung(BaseException):
     """The implementation did not return within the time limit.
 
@@ -162,6 +166,7 @@ class Runner:
         self._interrupts = Recorder()
         self._changed = ()
         self.closing = []  # what ends with the runner (a test's ranks), called as it exits
+        self.changes = []  # (what a call changed in the process, its case), for every call that changed it
 
     def __enter__(self):
         _WATCHDOG.users += 1
@@ -185,16 +190,18 @@ class Runner:
         """What the implementation printed in this runner's calls, up to a bound."""
         return self._capture.text
 
-    def attempt(self, case, device=None):
-        """Run ``case`` on ``device`` (default: the runner's) from its seed; never raises for
-        the implementation's own errors (they land in ``Outcome.error``), only
-        :class:`ImplementationHung` and :class:`HarnessModified`."""
+    def attempt(self, case, device=None, reseed=True):
+        """Run ``case`` on ``device`` (default: the runner's) from its seed (``reseed`` False:
+        from the CPU generator as the calls before left it, as a server seeded once draws);
+        never raises for the implementation's own errors (they land in ``Outcome.error``),
+        only :class:`ImplementationHung` and :class:`HarnessModified`."""
         device = self.device if device is None else device
         self.check_import()
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
-        torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
+        if reseed:
+            torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
         try:
@@ -217,12 +224,14 @@ class Runner:
 
     def _outcome(self, returned, error, args, rng_before, case, device):
         error = None if error is None else _released(error)
+        if self._changed:
+            self.changes.append((self._changed, case))
         return Outcome(tamper.plain(returned), error, tamper.plain_args(args), rng_before, torch.get_rng_state(), case,
                        device, self._changed)
 
-    def run(self, case, device=None):
+    def run(self, case, device=None, reseed=True):
         """Like :meth:`attempt`, but an error from the implementation fails the property."""
-        outcome = self.attempt(case, device)
+        outcome = self.attempt(case, device, reseed)
         if outcome.error is not None:
             said = " ".join(_said(outcome.error).split())  # one line: the message's first line is its summary
             failure = ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {outcome.device}", case))
@@ -230,6 +239,16 @@ class Runner:
             del outcome  # this frame stays in the failure's traceback: it must not hold the error's message
             raise failure from cause
         return outcome
+
+    def check_process(self):
+        """Raise :class:`ProcessChanged` when any call this runner made changed the process
+        (CONTRACT.md §11.4; each change was restored after its call)."""
+        if self.changes:
+            changed, case = self.changes[0]
+            more = len(self.changes) - 1
+            raise ProcessChanged(explain.message(
+                f"{self.impl.spec} changed the process (restored after the call): {'; '.join(changed)}"
+                + (f" (and {more} later call{'s' if more > 1 else ''} changed it too)" if more else ""), case))
 
     def check_import(self):
         """Raise :class:`HarnessModified` when importing the implementation changed the harness."""

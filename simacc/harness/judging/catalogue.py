@@ -143,6 +143,11 @@ class Property:
             if self.sections and hasattr(e, "add_note"):  # shown under the traceback, in JUnit too
                 e.add_note(f"the claim: {self.sections} ({self.id})")
             raise
+        try:
+            runner.check_process()  # whichever property's call changed the process fails (§11.4)
+        except AssertionError as e:
+            e.add_note("the claim: CONTRACT.md §11.4 (no call may change the process it runs in)")
+            raise
 
     def _run(self, runner, params):
         if not self.is_hypothesis_test:
