@@ -36,6 +36,7 @@ The last case run is remembered for the repro file.
 """
 
 import faulthandler
+import random
 import signal
 import threading
 import time
@@ -200,8 +201,10 @@ class Runner:
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
-        if reseed:
-            torch.default_generator.manual_seed(case.seed)  # the CPU generator only: seeding CUDA lazily costs ~1 ms a call
+        if reseed:  # the generators its contract draws from (the CPU's only: seeding CUDA lazily costs ~1 ms a call)
+            torch.default_generator.manual_seed(case.seed)
+            if "random" in self.impl.record.draws:
+                random.seed(case.seed)
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
         try:

@@ -48,6 +48,11 @@ class Contract:
     omissions: dict = field(default_factory=dict)
     modes: tuple = TOKEN_MODES  # the modes its cases come in: sglang's token modes, vLLM's knobs or requests
     level: str | None = None
+    # where its random draws come from, all of it state the caller controls (CONTRACT.md §11.7):
+    # "torch" (the CPU generator) and "random" (Python's global generator), which the runner seeds
+    # from the case before each call, or "inputs" (a key or seeds among its arguments); empty for a
+    # layout that is handed its randomness (the kernel op's L, the decision's uniforms) or draws none
+    draws: tuple = ("torch",)
 
     @property
     def writes_a_fixed_id(self):
@@ -83,28 +88,28 @@ CONTRACTS = {
             "kernel",
             ("accept_indices", "predict_tokens", "num_correct_drafts", "candidate_tokens", "target_tokens", "width",
              "num_accept_tokens", "real_tokens"),
-            "simacc:simulated_accept", "KernelCase",
+            "simacc:simulated_accept", "KernelCase", draws=(),
         ),
         Contract(
             "functional",
             ("accept_index", "predict", "candidates", "target_predict", "valid_mask", "spec_steps", "simulate_acc_len",
              METHOD, MODE, "fixed_token_id", "rng"),
             "simacc.contract.functional:simulated_acceptance", "FunctionalCase",
-            keyword_style="jax", level="semantic",
+            keyword_style="jax", level="semantic", draws=("inputs",),
         ),
         # vLLM's synthetic acceptance (CONTRACT.md Part II): keyword-only layouts, their cases'
         # modes being the knobs given or which requests sample
         Contract(
             "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
-            "simacc:resolve_synthetic_rates", "SettingsCase", modes=VLLM_KNOBS,
+            "simacc:resolve_synthetic_rates", "SettingsCase", modes=VLLM_KNOBS, draws=(),
         ),
         Contract("vllm_conversion", ("unconditional_rates", "device"), "simacc:conditional_rates", "ConversionCase",
-                 modes=("rates",)),
+                 modes=("rates",), draws=()),
         Contract(
             "vllm_decision",
             ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
              "recovered_token_ids", "bonus_token_ids", "is_greedy"),
-            "simacc:synthetic_accept", "DecisionCase", modes=VLLM_REQUESTS,
+            "simacc:synthetic_accept", "DecisionCase", modes=VLLM_REQUESTS, draws=(),
         ),
         Contract(
             "vllm_v1",
@@ -117,6 +122,7 @@ CONTRACTS = {
             ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
              "synthetic_conditional_rates"),
             "simacc:synthetic_rejection_sample_v2", "V2Case", modes=VLLM_REQUESTS, level="semantic",
+            draws=("inputs",),
         ),
     )
 }
