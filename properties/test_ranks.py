@@ -1,36 +1,48 @@
 """Tensor-parallel ranks agree (CONTRACT.md §11.7): the same call, with the same inputs and the
 same seed, in processes that each imported the implementation anew, gives every rank the same
-``L`` and the same bytes.
+draws and the same bytes.
 
-The property keeps two ranks for the whole test (:func:`simacc.harness.sessions.ranks.of`)
-and sends each drawn case to both, so the ranks make the same sequence of calls from their
-first: an implementation that draws from the operating system, the clock, its process id or
-an unseeded numpy generator gives them different lengths, at either level. The kernel op is
-given ``L`` and draws nothing (§8).
+The property keeps two ranks for the whole test (:func:`simacc.harness.sessions.ranks.of`),
+one a copy of the test's process and one a new interpreter, and sends each drawn case to both,
+so the ranks make the same sequence of calls from their first: an implementation that draws
+from the operating system, the clock, its process id, an address, a string's hash or an
+unseeded generator gives them different draws, at either level. It applies to every contract
+whose draws come from somewhere (``Contract.draws``); the kernel op and vLLM's decision are
+handed their randomness, and vLLM's settings and conversion draw nothing.
 """
 
 import torch
 
+from simacc.harness.config import contracts
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model import explain
 from simacc.harness.sessions import ranks
-from simacc.properties import support
+from simacc.properties import support, vllm
 
-CONTRACTS = ("eagle", "legacy", "dflash", "functional")
+CONTRACTS = tuple(name for name, record in contracts.CONTRACTS.items() if record.draws)
+VLLM_SAMPLERS = ("vllm_v1", "vllm_v2")
 
 
 @claim(*CONTRACTS, case=support.cases_for_impl)
 def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
-    """Two ranks that import the implementation anew get the same L and bytes from the same inputs and seed (§11.7)."""
+    """Two ranks that import the implementation anew, one a new interpreter, draw alike from the same inputs and seed (§11.7)."""
     first, second = ranks.of(simacc, case)
+    for rank, outcome in enumerate((first, second)):
+        changed = "; ".join(outcome.changed)
+        check(not changed, f"what the call changed in rank {rank}'s process (restored)", changed, "nothing", case)
+    check(first.error == second.error, "the call's error in rank 1", repr(second.error), f"{first.error!r}, as in "
+          "rank 0", case)
+    if first.error is not None:
+        return
+    if simacc.impl.contract in VLLM_SAMPLERS:
+        _check_requests_alike(case, first, second)
+        return
     drawn = [_shown_length(outcome) for outcome in (first, second)]
     if drawn[0] != drawn[1]:
         raise AssertionError(explain.message(
             f"rank 0 drew L={drawn[0]}, rank 1 drew L={drawn[1]} for the same inputs and seed (a tensor-parallel "
             "server's ranks would disagree about the batch)", case, "drawn by each rank"))
-    check(first.error == second.error, "the call's error in rank 1", repr(second.error), f"{first.error!r}, as in "
-          "rank 0", case, drawn[0])
     ours, theirs = (o.returned if isinstance(o.returned, (tuple, list)) else (o.returned,) for o in (first, second))
     check(len(ours) == len(theirs), "the number of results in rank 1", len(theirs), f"{len(ours)}, as in rank 0",
           case, drawn[0])
@@ -38,6 +50,22 @@ def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
         _check_alike(f"result{'' if len(ours) == 1 else f'[{k}]'} in rank 1", got, expected, case, drawn[0])
     for name, expected in first.args.items():
         _check_alike(f"{name} after the call in rank 1", second.args.get(name), expected, case, drawn[0])
+
+
+def _check_requests_alike(case, first, second):
+    """vLLM's samplers: each request emits the same tokens in both ranks (what V2 leaves past
+    ``num_sampled`` is undefined, §17.2, and never compared), and V1's generators end alike."""
+    __tracebackhide__ = True
+    ours, theirs = vllm.counts(case, first), vllm.counts(case, second)
+    if ours != theirs:
+        raise AssertionError(explain.message(
+            f"rank 0 emitted {ours} tokens per request, rank 1 {theirs}, for the same inputs and seeds (a "
+            "tensor-parallel server's ranks would disagree about the batch)", case, "emitted by each rank"))
+    for r, (got, expected) in enumerate(zip(vllm.emitted(case, second), vllm.emitted(case, first))):
+        check(got == expected, f"request {r}'s tokens in rank 1", got, f"{expected}, as in rank 0", case)
+    for r, state in first.args.get("generators", {}).items():
+        same = torch.equal(second.args["generators"][r], state)
+        check(same, f"request {r}'s generator after the call in rank 1", "in another state", "as in rank 0", case)
 
 
 def _check_alike(what, got, expected, case, length):
@@ -53,10 +81,8 @@ def _check_alike(what, got, expected, case, length):
 
 def _shown_length(outcome):
     """``L`` as the first row shows it in one rank's outcome, or None where no row does (an
-    empty batch, an error): the index's entries other than -1 (the index is the first result
-    of the functional contract), or DFLASH's ``commit_lens``."""
-    if outcome.error is not None:
-        return None
+    empty batch): the index's entries other than -1 (the index is the first result of the
+    functional contract), or DFLASH's ``commit_lens``."""
     lens = outcome.args.get("commit_lens")
     if lens is None:
         index = outcome.returned[0] if isinstance(outcome.returned, (tuple, list)) else outcome.returned

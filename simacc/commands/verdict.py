@@ -30,7 +30,7 @@ SCHEMA = "simacc.check/1"
 # Hypothesis appends these notes to the exception; the table shows what comes before them.
 _HYPOTHESIS_NOTES = re.compile(r"\n(Falsifying example|Failing test case|Explanation|You can reproduce|Trying example)\b.*", re.S)
 # A property's own failures explain themselves; their exception type is noise.
-_FAILURE_TYPES = re.compile(r"^(AssertionError|simacc\.harness\.runner\.Implementation(Failed|Hung)): ")
+_FAILURE_TYPES = re.compile(r"^(AssertionError|simacc\.harness\.call\.runner\.(Implementation(Failed|Hung)|ProcessChanged)): ")
 MAX_NAMED = 3  # properties a grouped line names before "and N more"
 EXITFIRST = "not run: -x stopped the check at the first failure"
 

@@ -19,15 +19,20 @@ from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.zoo import base
 from simacc.zoo.base import register, register_elsewhere
 
-for _module, _name, _bug in (
+for _module, _name, _bug, _killers in (
     ("compiled_at_import", "compiled_at_import",
-     "Correct: builds the index with a helper its module compiles with torch.compile at import."),
+     "Correct: builds the index with a helper its module compiles with torch.compile at import.", ()),
     ("logs_at_import", "configures_logging_at_import",
-     "Correct: its module configures the root logger at import; it logs each call."),
+     "Correct: its module configures the root logger at import; it logs each call.", ()),
     ("warms_up_at_import", "warms_up_at_import",
-     "Correct: its module calls it once at import, on a small batch, to warm it up."),
+     "Correct: its module calls it once at import, on a small batch, to warm it up.", ()),
+    ("tables_at_import", "builds_a_float64_table_at_import",
+     "Correct: its module builds a table in float64 at import, switching the default dtype and back.", ()),
+    ("handles_sigterm_at_import", "handles_sigterm_at_import",
+     "Installs a SIGTERM handler of its own at import, to flush its counters, in place of the server's.",
+     ("leaves_the_process_as_it_found_it",)),
 ):
-    register_elsewhere(f"simacc.zoo.{_module}", _name, "correct", _bug)
+    register_elsewhere(f"simacc.zoo.{_module}", _name, "process state" if _killers else "correct", _bug, *_killers)
 
 _COMPILED = {}
 
@@ -150,5 +155,36 @@ def draws_from_an_unseeded_numpy_generator(accept_index, predict, num_correct_dr
     width = spec_steps + 1
     length = _length_from(np.random.random, lambda x: np.random.normal(x, 1.0), simulate_acc_len, simulate_acc_method,
                           width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+_STREAM = np.random.default_rng(hash(("sim-acc", "stream")) % 2**32)  # seeded once, at import
+
+
+@register("rank", "ranks_agree_given_the_same_inputs_and_seed", level="semantic")
+def seeds_its_stream_from_a_string_hash(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                        spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                        simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Draws L by the documented law from a generator its module seeds at import from a string's hash, which differs in every new interpreter."""
+    width = spec_steps + 1
+    length = _length_from(_STREAM.random, lambda x: _STREAM.normal(x, 1.0), simulate_acc_len, simulate_acc_method,
+                          width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("correct", level="semantic")
+def derives_its_stream_from_the_callers_generator(accept_index, predict, num_correct_drafts, candidates,
+                                                  target_predict, bs, spec_steps, simulate_acc_len,
+                                                  simulate_acc_method=DEFAULT_METHOD,
+                                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct at the semantic level: seeds a numpy generator of its own with one draw from torch's CPU generator, which the caller seeds, and draws L by the documented law from it."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method not in ("match-expected", "multinomial"):  # before any draw (§3.4)
+        raise ValueError(f"unknown simulate_acc_method {simulate_acc_method!r}")
+    rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,))))
+    length = _length_from(rng.random, lambda x: rng.normal(x, 1.0), simulate_acc_len, simulate_acc_method, width)
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
                          simulate_acc_token_mode)

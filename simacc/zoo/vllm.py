@@ -430,18 +430,17 @@ def recovered_is_the_argmax(*, draft_token_ids, num_draft_tokens, target_logits,
 # -- V2's sampler (§17) ------------------------------------------------------------------------------------
 
 
-@register("correct")
-def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
-                                     num_speculative_steps, synthetic_conditional_rates):
-    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position)."""
+def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                     synthetic_conditional_rates):
+    """V2's sampler a request at a time, each uniform drawn from a torch generator seeded with
+    ``key(request's seed, position)``, the noise of a sampled token with ``key(seed, position + 2**40)``."""
     start = cu_num_logits[:-1].tolist()
     n = (cu_num_logits.diff() - 1).tolist()
     rates = synthetic_conditional_rates.tolist()
     sampled = torch.full((len(n), num_speculative_steps + 1), -1, dtype=torch.int64)
     num_sampled = torch.zeros(len(n), dtype=torch.int32)
     for r, (s, count) in enumerate(zip(start, n)):
-        key = lambda p: (int(seed[r]) * 0x9E3779B97F4A7C15 + int(p)) % 2**63  # noqa: E731
-        gen = lambda p: torch.Generator().manual_seed(key(p))  # noqa: E731
+        gen = lambda p: torch.Generator().manual_seed(key(int(seed[r]), int(p)))  # noqa: E731
         row, stop, removed = [], s + count, -1
         for i in range(count):
             draft = int(draft_sampled[s + i + 1])
@@ -461,6 +460,22 @@ def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_log
         sampled[r, : len(row) + 1] = torch.tensor(row + [token])
         num_sampled[r] = len(row) + 1
     return sampled.to(target_logits.device), num_sampled.to(target_logits.device)
+
+
+@register("correct")
+def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                     num_speculative_steps, synthetic_conditional_rates):
+    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position)."""
+    return _v2_per_position(lambda s, p: (s * 0x9E3779B97F4A7C15 + p) % 2**63, target_logits, draft_sampled,
+                            cu_num_logits, pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("rank", "ranks_agree_given_the_same_inputs_and_seed")
+def v2_keyed_by_pythons_hash(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                             num_speculative_steps, synthetic_conditional_rates):
+    """Seeds each position's generator with Python's hash of (seed, position, "accept"): a string's hash differs in every interpreter."""
+    return _v2_per_position(lambda s, p: hash((s, p, "accept")) % 2**63, target_logits, draft_sampled, cu_num_logits,
+                            pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
 
 
 @register("independence", "vllm_requests_draw_independent_uniforms")

@@ -11,26 +11,38 @@ child starts with its user's import path and working directory, serves calls of 
 functions (:class:`Process`) until its user closes it, and ends with it.
 
 What a copy has that a new interpreter would not: what was imported and done before the
-zygote was made (the implementation never), and Python's hash seed. Each copy reseeds
-numpy's global generator from the operating system, as a new process does when it imports
-numpy (Python's ``random`` is reseeded at every fork), and runs torch on one thread (the
-pool of threads libgomp kept in the parent does not survive a fork). Where fork is missing or
-unsafe (JAX imported before the zygote: it runs threads of its own; a CUDA device), a child
-is a new interpreter instead (``multiprocessing``'s spawn): slower, the same to its user.
+zygote was made (the implementation never), Python's hash seed and the layout of its memory.
+Each copy reseeds numpy's global generator from the operating system, as a new process does
+when it imports numpy (Python's ``random`` is reseeded at every fork), and runs torch on one
+thread (the pool of threads libgomp kept in the parent does not survive a fork). Where a
+difference matters (a tensor-parallel rank: servers start each rank as a new interpreter), or
+where fork is missing or unsafe (JAX imported before the zygote: it runs threads of its own; a
+CUDA device), a child is a new interpreter instead (``Process(new=True)``), with a hash seed of
+its own: slower, the same to its user.
+
+Every process made here is waited for: a new interpreter when its user closes it, the zygote
+when this process exits, and the zygote's children by the zygote before it ends, so no
+``<defunct>`` process outlives a command.
 """
 
+import atexit
 import importlib
 import io
+import json
 import os
 import pickle
+import secrets
 import signal
 import socket
+import subprocess
 import sys
 import threading
+import time
 import warnings
 from multiprocessing.connection import Connection
 
-_ZYGOTE = {"socket": None, "modules": frozenset()}  # in its maker: our end of its socket, the modules it holds
+# in its maker: our end of its socket, its pid, the modules it holds
+_ZYGOTE = {"socket": None, "pid": None, "modules": frozenset()}
 _LOCK = threading.Lock()
 _COPY = {"is": False}  # this process is itself a fresh one: it makes no zygote of its own
 
@@ -51,7 +63,21 @@ def prepare():
         ours.close()
         _zygote(theirs)
     theirs.close()
-    _ZYGOTE["socket"], _ZYGOTE["modules"] = ours, frozenset(sys.modules)
+    _ZYGOTE.update(socket=ours, pid=pid, modules=frozenset(sys.modules))
+    atexit.register(_end_zygote)
+
+
+def _end_zygote():
+    """Close the zygote's socket (it ends once its children have) and wait for it."""
+    zygote, pid = _ZYGOTE["socket"], _ZYGOTE["pid"]
+    _ZYGOTE.update(socket=None, pid=None)
+    if zygote is not None:
+        zygote.close()
+    if pid is not None:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def holds(module):
@@ -61,11 +87,13 @@ def holds(module):
 
 
 def _zygote(channel):
-    """Fork a child for every byte that arrives; end when the parent's end closes."""
+    """Fork a child for every byte that arrives; end when the parent's end closes, once the
+    children it made have ended (the kernel reaps them as they do)."""
+    children = []
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the parent
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
-        while channel.recv(1):
+        while _asked(channel):
             ours, theirs = socket.socketpair()
             pid = os.fork()
             if pid == 0:
@@ -73,10 +101,37 @@ def _zygote(channel):
                 ours.close()
                 _child(theirs)
             socket.send_fds(channel, [str(pid).encode()], [ours.fileno()])
+            children.append(pid)
             ours.close()
             theirs.close()
+        _outlive(children)
     finally:
         os._exit(0)
+
+
+def _outlive(children, grace=10.0):
+    """(in the zygote, its parent gone) Wait for ``children`` to end (their users closed them),
+    killing those still running after ``grace`` seconds: nothing it made is left unreaped."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            os.waitpid(-1, os.WNOHANG)  # with SIGCHLD ignored: ChildProcessError once none is left
+        except ChildProcessError:
+            return
+        if time.monotonic() > deadline:
+            for pid in children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.02)
+
+
+def _asked(channel):
+    try:
+        return channel.recv(1)
+    except OSError:  # the parent's end is gone
+        return b""
 
 
 def _child(sock):
@@ -99,10 +154,19 @@ def _as_if_new():
         torch.set_num_threads(1)
 
 
-def _spawned(conn):
-    """The entry point of a child that is a new interpreter."""
+def _new(fd):
+    """The entry point of a child that is a new interpreter: serve on the socket ``fd``."""
     _COPY["is"] = True
-    _serve(conn)
+    _serve(Connection(fd))
+
+
+def other_hash_seed():
+    """A ``PYTHONHASHSEED`` other than this process's: its successor when this process's is
+    set, else a random one (this one is random too: they agree with probability 2**-32)."""
+    given = os.environ.get("PYTHONHASHSEED", "random")
+    if given.isdigit():
+        return int(given) % (2**32 - 1) + 1
+    return secrets.randbelow(2**32 - 1) + 1
 
 
 def _adopt(path, folder):
@@ -159,9 +223,10 @@ def _receive(conn):
 
 class Process:
     """A fresh process that serves calls (see the module), as a context manager; ``new``
-    asks for a new interpreter even where a copy would do (a CUDA device)."""
+    asks for a new interpreter even where a copy would do (a CUDA device, a rank), started with
+    ``hash_seed`` (default: one other than this process's, :func:`other_hash_seed`)."""
 
-    def __init__(self, new=False):
+    def __init__(self, new=False, hash_seed=None):
         self._spawned = None
         zygote = _ZYGOTE["socket"]
         if zygote is not None and not new:
@@ -174,13 +239,15 @@ class Process:
                 return
             except (OSError, ValueError, IndexError):
                 _ZYGOTE["socket"] = None  # the zygote is gone: new interpreters from now on
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        self.conn, theirs = context.Pipe()
-        self._spawned = context.Process(target=_spawned, args=(theirs,), daemon=True, name="simacc-fresh")
-        self._spawned.start()
-        theirs.close()
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONHASHSEED=str(hash_seed if hash_seed is not None else other_hash_seed()))
+        # this process's import path first: this module must be importable from it
+        code = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); from simacc.harness.processes import fresh; "
+                "fresh._new(int(sys.argv[1]))")
+        with ours, theirs:
+            self._spawned = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
+                                             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
+            self.conn = Connection(os.dup(ours.fileno()))
         self.pid = self._spawned.pid
         self._adopt_ours()
 
@@ -219,9 +286,11 @@ class Process:
     def close(self):
         self.conn.close()  # its next receive ends it
         if self._spawned is not None:
-            self._spawned.join(5)
-            if self._spawned.is_alive():
+            try:
+                self._spawned.wait(5)
+            except subprocess.TimeoutExpired:
                 self._spawned.kill()
+                self._spawned.wait()
 
     def __enter__(self):
         return self

@@ -4,12 +4,17 @@ server does. A server never compares its ranks' results: two ranks that draw dif
 lengths desynchronise the batch or hang a collective, so simacc compares them.
 
 :class:`Ranks` keeps :data:`RANKS` fresh processes (:mod:`simacc.harness.processes.fresh`) for one
-test and sends every case to each (copies of this process made before the implementation was
-imported, or new interpreters where it had been imported before them); each rank calls the implementation through a
-:class:`~simacc.harness.call.runner.Runner` of its own (the time limit, the protections, torch's
-CPU generator seeded from the case, a functional port's key from it), on the test's device
-and in its grad mode, and answers with what the call returned and left in its arguments, on
-the CPU. The ranks stay in step: they receive the same calls in the same order.
+test and sends every case to each. Rank 0 is a copy of this process made before the
+implementation was imported; rank 1 is always a new interpreter, with a hash seed, a memory
+layout and a start of its own, as a server's ranks are: a port whose draws follow a string's
+hash, an address or the clock agrees with itself in two copies of one process and not in two
+interpreters. (Where the implementation's module was imported before the copy was made, or on a
+CUDA device, both are new interpreters.) Each rank calls the implementation through a
+:class:`~simacc.harness.call.runner.Runner` of its own (the time limit, the protections, the
+generators its contract draws from seeded from the case), on the test's device and in its grad
+mode, and answers with what the call returned and left in its arguments, on the CPU, and what
+it changed in the rank's process. The ranks stay in step: they receive the same calls in the
+same order.
 """
 
 import weakref
@@ -27,12 +32,14 @@ _OF_RUNNER = weakref.WeakKeyDictionary()  # a test's runner: its ranks
 
 @dataclass
 class RankOutcome:
-    """One call in one rank: what it returned, its arguments afterwards (CPU tensors), and
-    its error as one line (None when it returned)."""
+    """One call in one rank: what it returned, its arguments afterwards (CPU tensors; a
+    generator as its state), its error as one line (None when it returned), and what it changed
+    in the rank's process (restored)."""
 
     returned: object
     args: dict
     error: str | None
+    changed: tuple = ()
 
 
 class RankFailed(AssertionError):
@@ -60,10 +67,10 @@ class Ranks:
 
         self.timeout = timeout
         self.processes = []
-        new = devices.is_cuda(device) or (not impl.is_reference and any(map(fresh.holds, _modules(impl))))
+        copies = not devices.is_cuda(device) and (impl.is_reference or not any(map(fresh.holds, _modules(impl))))
         try:
-            for _ in range(RANKS):
-                self.processes.append(fresh.Process(new=new))
+            for rank in range(RANKS):
+                self.processes.append(fresh.Process(new=rank > 0 or not copies))
             self._all("simacc.harness.sessions.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
                       context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
         except BaseException:
@@ -135,12 +142,17 @@ def _call(case):
     """(in a rank) One call of ``case``, as a :class:`RankOutcome`."""
     outcome = _RUNNER["runner"].attempt(case)
     error = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"[:2000]
-    return RankOutcome(_on_cpu(outcome.returned), {k: _on_cpu(v) for k, v in outcome.args.items()}, error)
+    return RankOutcome(_on_cpu(outcome.returned), {k: _on_cpu(v) for k, v in outcome.args.items()}, error,
+                       outcome.changed)
 
 
 def _on_cpu(value):
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().clone()
+    if isinstance(value, torch.Generator):
+        return value.get_state()
     if isinstance(value, (tuple, list)):
         return type(value)(map(_on_cpu, value))
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
     return value
