@@ -22,6 +22,7 @@ from simacc.commands.progress import Progress
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
+from simacc.harness.processes import forkserver
 from simacc.harness.processes.atomic import write_atomically
 from simacc.harness.sessions import session
 
@@ -80,6 +81,7 @@ def register(subparsers):
 
 
 HINT = "try 'simacc check --help'"
+RANKS = "ranks_agree_given_the_same_inputs_and_seed"
 
 
 def run(args):
@@ -183,6 +185,9 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
             progress.warn(event["message"])
 
     start = time.monotonic()
+    # the session server, and with it now (on the other core, while the server imports torch)
+    # the rank server, where the rank property may run (ARCHITECTURE.md, "A simacc check run")
+    forkserver.server(ranks_now=not chosen.properties or any(catalogue.selects(p, RANKS) for p in chosen.properties))
     try:
         heard = session.run(chosen, workers, on_event, extra=("-x",) if exitfirst else ())
     finally:

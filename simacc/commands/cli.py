@@ -83,9 +83,13 @@ def main(argv=None):
 
 def end_process(code):
     """Flush the output and end the process with ``code``, skipping the interpreter's
-    teardown (and the threads it would wait for)."""
+    teardown (and the threads it would wait for), once the fork servers it started have ended
+    and been waited for (they reap what they forked: nothing is left ``<defunct>``)."""
     sys.stdout.flush()
     sys.stderr.flush()
+    from simacc.harness.processes import forkserver
+
+    forkserver.close_all()
     os._exit(code)
 
 

@@ -31,7 +31,6 @@ import io
 import json
 import os
 import pickle
-import secrets
 import signal
 import socket
 import subprocess
@@ -40,6 +39,8 @@ import threading
 import time
 import warnings
 from multiprocessing.connection import Connection
+
+from simacc.harness.processes import forkserver
 
 # in its maker: our end of its socket, its pid, the modules it holds
 _ZYGOTE = {"socket": None, "pid": None, "modules": frozenset()}
@@ -160,13 +161,15 @@ def _new(fd):
     _serve(Connection(fd))
 
 
-def other_hash_seed():
-    """A ``PYTHONHASHSEED`` other than this process's: its successor when this process's is
-    set, else a random one (this one is random too: they agree with probability 2**-32)."""
-    given = os.environ.get("PYTHONHASHSEED", "random")
-    if given.isdigit():
-        return int(given) % (2**32 - 1) + 1
-    return secrets.randbelow(2**32 - 1) + 1
+def _from_the_rank_server(code, theirs):
+    """A new interpreter's child forked by a rank server (:func:`simacc.harness.processes.forkserver.rank_server`),
+    running ``code`` on ``theirs`` as its descriptor 3; None where there is none."""
+    address = forkserver.rank_server()
+    if address is None:
+        return None
+    with open(os.devnull, "rb") as nothing:
+        return forkserver.request(address, ["-c", code, "3", json.dumps(sys.path)], (nothing.fileno(), 1, 2,
+                                                                                    theirs.fileno()))
 
 
 def _adopt(path, folder):
@@ -223,11 +226,13 @@ def _receive(conn):
 
 class Process:
     """A fresh process that serves calls (see the module), as a context manager; ``new``
-    asks for a new interpreter even where a copy would do (a CUDA device, a rank), started with
-    ``hash_seed`` (default: one other than this process's, :func:`other_hash_seed`)."""
+    asks for a new interpreter even where a copy would do (a CUDA device, a rank): one forked
+    from the rank server (:mod:`simacc.harness.processes.forkserver`: a new interpreter that has
+    imported torch, with a hash seed other than this process's) when ``new`` is ``"server"``
+    and there is one, else one started now."""
 
-    def __init__(self, new=False, hash_seed=None):
-        self._spawned = None
+    def __init__(self, new=False):
+        self._spawned = self._forked = None
         zygote = _ZYGOTE["socket"]
         if zygote is not None and not new:
             try:
@@ -240,15 +245,19 @@ class Process:
             except (OSError, ValueError, IndexError):
                 _ZYGOTE["socket"] = None  # the zygote is gone: new interpreters from now on
         ours, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONHASHSEED=str(hash_seed if hash_seed is not None else other_hash_seed()))
         # this process's import path first: this module must be importable from it
         code = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); from simacc.harness.processes import fresh; "
                 "fresh._new(int(sys.argv[1]))")
         with ours, theirs:
-            self._spawned = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
-                                             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
+            if new == "server":
+                self._forked = _from_the_rank_server(code, theirs)
+            if self._forked is None:
+                env = dict(os.environ, PYTHONHASHSEED=str(forkserver.other_hash_seed()))
+                self._spawned = subprocess.Popen(
+                    [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
+                    pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
             self.conn = Connection(os.dup(ours.fileno()))
-        self.pid = self._spawned.pid
+        self.pid = (self._forked or self._spawned).pid
         self._adopt_ours()
 
     def _adopt_ours(self):
@@ -291,6 +300,11 @@ class Process:
             except subprocess.TimeoutExpired:
                 self._spawned.kill()
                 self._spawned.wait()
+        if self._forked is not None:
+            try:
+                self._forked.wait(5)
+            except TimeoutError:
+                self._forked.close()  # the server kills it
 
     def __enter__(self):
         return self

@@ -70,7 +70,7 @@ class Ranks:
         copies = not devices.is_cuda(device) and (impl.is_reference or not any(map(fresh.holds, _modules(impl))))
         try:
             for rank in range(RANKS):
-                self.processes.append(fresh.Process(new=rank > 0 or not copies))
+                self.processes.append(fresh.Process(new="server" if rank > 0 else not copies))
             self._all("simacc.harness.sessions.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
                       context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
         except BaseException:

@@ -31,7 +31,6 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import FAILED, Status
-from simacc.harness.processes import interrupts, stream, watch
+from simacc.harness.processes import forkserver, interrupts, stream, watch
 
 POLL_S = 0.1
 OUTPUT_TAIL = 64 * 1024  # bytes of a child's output kept (the end of it)
@@ -170,8 +169,9 @@ class Supervisor:
         """``(Status, reason)``: how the child (or its process ``pid``) ended, when it ended
         before its work was done; ``reason`` says it of "the process": "it was ended by
         SIGSEGV (a segfault)"."""
-        pid = self.child.pid if pid is None else pid
-        words = watch.last_words(self.prefix, pid)
+        # the child itself may stand in for a process forked in its place (forkserver): its last
+        # words are then under that process's pid, the only one of its session to leave any
+        words = watch.last_words(self.prefix, pid) if pid is not None else watch.last_words(self.prefix)
         if words is not None:
             kind, line = words
             return (Status.ERROR if kind == "internal" else Status.HUNG), line
@@ -195,7 +195,7 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
     args = [*targets, "-c", str(ini), "--rootdir", os.getcwd(),
             "--confcutdir", str(properties_dir()), "--disable-plugin-autoload", "-p", "xdist", "-p", "hypothesispytest",
             "-p", "simacc.harness.plugin", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
-            "--assert=plain", "-q", "--no-header", "-rN", "-n", str(workers), f"--simacc-stream={stream_path}"]
+            "--assert=plain", "-q", "--no-header", "-rN", *_workers(workers), f"--simacc-stream={stream_path}"]
     for name, option in opts.OPTIONS.items():
         value = getattr(chosen, name)
         if value is None or value == ():
@@ -207,6 +207,27 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
         # file, and a value on its own would be taken for a test path
         args += [f"{option.flag(pytest=True)}={one}" for one in (value if option.repeat else [value])]
     return [*args, *extra]
+
+
+def _workers(workers):
+    """xdist's arguments for ``workers`` (``"auto"`` or a count): each worker a process forked
+    from the session's fork server (:mod:`simacc.harness.processes.forkserver`), which has
+    imported torch once for them all, or ``-n`` where there is no fork server."""
+    count = _count(workers)
+    found = forkserver.server() if count else None
+    if found is None:
+        return ["-n", str(workers)]
+    return ["--tx", f"{count}*popen//python={shlex.join(forkserver.client(found.address))}", "--dist", "load"]
+
+
+def _count(workers):
+    """The number of workers ``-n workers`` asks xdist for (``auto``: as xdist counts them)."""
+    if workers != "auto":
+        return int(workers)
+    given = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if given:
+        return int(given)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def run(chosen, workers, on_event=None, extra=()):
@@ -239,7 +260,8 @@ def run(chosen, workers, on_event=None, extra=()):
         def start(number):
             path = Path(scratch) / f"events-{number}.jsonl"
             args = arguments(sessions[number], workers if number == 0 else 0, path, scratch, extra)
-            return number, stream.Reader(path), Supervisor([sys.executable, "-m", "pytest", *args], str(path)), args
+            supervisor = Supervisor(forkserver.command(["-m", "pytest", *args]), str(path))
+            return number, stream.Reader(path), supervisor, args
 
         later = list(range(1, len(sessions)))
 
@@ -302,16 +324,18 @@ def _wait(started, hear, events, more=lambda: ()):
             for code, done, (_, _, child, args) in zip(codes, finished, started)]
 
 
-def _hear_ctrl_c():
-    """(in the child, before pytest starts) Take SIGINT as a Ctrl-C even where this process
-    ignores it, as a job started in the background of a shell does: :meth:`Running.interrupt`
-    would otherwise go unheard and the pass be killed, unreported."""
+def _own_group():
+    """(in the child, before it starts) A process group of its own, in this session, which
+    the processes it starts (a forked pytest, its workers) join and :meth:`Running.stop`
+    signals as one; and SIGINT taken as a Ctrl-C even where this process ignores it, as a
+    job started in the background of a shell does: :meth:`Running.interrupt` would otherwise
+    go unheard and the pass be killed, unreported."""
+    os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Running:
-    """A session started in a child process of its own session (:func:`subprocess.Popen`'s
-    ``start_new_session``), heard as it goes, stopped by the caller: for a command that runs
+    """A session started in a child process of its own process group, heard as it goes, stopped by the caller: for a command that runs
     several at once and decides when each ends (``simacc fuzz``). A Ctrl-C at the terminal
     reaches the caller only, which stops each child exactly once (:meth:`stop`)."""
 
@@ -323,9 +347,8 @@ class Running:
         self.events = []
         self._reader = stream.Reader(scratch / "events.jsonl")
         self._output = open(scratch / "output.txt", "w+", encoding="utf-8", errors="replace")
-        self.child = subprocess.Popen([sys.executable, "-m", "pytest", *self.args], stdout=self._output,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                      preexec_fn=_hear_ctrl_c)
+        self.child = subprocess.Popen(forkserver.command(["-m", "pytest", *self.args]), stdout=self._output,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_own_group)
 
     def hear(self):
         """The events said since the last call (kept in ``events`` too)."""

@@ -1,0 +1,442 @@
+"""A fork server: one interpreter that imports the heavy packages once (torch, pytest,
+hypothesis, xdist: the cost every check pays) and forks each process a command starts from
+that state, so a check imports torch once instead of once per child session, xdist worker and
+rank (issue 36 measured a check at 3.8 imports of torch).
+
+A command asks for a process by running the tiny client :mod:`simacc.harness.processes.forkclient`
+(``python -S``, the standard library only, milliseconds) where it would have run ``python``: the
+client hands the server its standard streams, arguments, environment, working directory and
+process group, and stands in for the forked process to whoever started it: it passes on
+``SIGTERM``, ``SIGHUP`` and ``SIGQUIT``, and exits as the forked process did (its code, or the
+same signal), so ``subprocess`` and xdist's ``popen`` gateways see what they would have seen.
+The forked process joins the client's process group, where a Ctrl-C at the terminal, or a
+``killpg`` of the group, reaches it as it would have reached a new interpreter.
+
+What a forked process has that a new interpreter would not: the server's hash seed and the
+packages it imported (never anything of simacc's: settings read at import stay the forked
+process's own). Each forked process reseeds numpy's global generator; Python's ``random``
+reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork is safe.
+A second server, started with another hash seed and importing torch alone, forks the ranks that
+must be new interpreters (:mod:`simacc.harness.sessions.ranks`; ``SIMACC_RANK_SERVER``).
+
+The server reaps every child it forks and tells its client how it ended; it kills what is
+left and ends when its own parent closes its standard input. Where fork or ``send_fds`` is
+missing, :func:`command` is plain ``python``.
+"""
+
+import atexit
+import json
+import os
+import secrets
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SESSION_PACKAGES = ("torch", "numpy", "pytest", "xdist", "xdist.plugin", "xdist.remote", "execnet", "hypothesis",
+                    "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful")
+RANK_PACKAGES = ("torch", "numpy")
+ADDRESS = "SIMACC_FORK_SERVER"  # in a process a session server forked: that server's address
+CLIENT = Path(__file__).with_name("forkclient.py")
+_SERVERS = {}  # (packages, fingerprint) -> Server, in the process that started them
+_OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
+_RANKS = []  # in a session server: the rank server it started
+_LISTENING = []  # in a server: its own address
+
+
+def available():
+    return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+
+
+def other_hash_seed():
+    """A ``PYTHONHASHSEED`` other than this process's: its successor when this process's is
+    set, else a random one (this one is random too: they agree with probability 2**-32)."""
+    given = os.environ.get("PYTHONHASHSEED", "random")
+    if given.isdigit():
+        return int(given) % (2**32 - 1) + 1
+    return secrets.randbelow(2**32 - 1) + 1
+
+
+class Server:
+    """A fork server this process started: a new interpreter that imported ``packages``
+    (with ``hash_seed``, or this process's), listening at ``address``; with ``ranks_now`` it
+    starts its rank server at once, beside its own imports (else at the first request). It
+    ends when this process closes it, or exits."""
+
+    def __init__(self, packages, hash_seed=None, ranks_now=False):
+        self._folder = tempfile.TemporaryDirectory(prefix="simacc-fork-")
+        self.address = str(Path(self._folder.name) / "s")
+        env = dict(os.environ)
+        if hash_seed is not None:
+            env["PYTHONHASHSEED"] = str(hash_seed)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "simacc.harness.processes.forkserver", self.address,
+             *(["--ranks-now"] if ranks_now else []), *packages], stdin=subprocess.PIPE, env=env)
+
+    @property
+    def alive(self):
+        return self.process.poll() is None
+
+    def close(self):
+        if self.process.stdin is not None:
+            self.process.stdin.close()  # the server kills what it still runs, and ends
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._folder.cleanup()
+
+
+def _fingerprint():
+    """What a server's imports may have read from the environment: all of it but simacc's and
+    sglang's own settings (read by the forked process itself) and a few that change freely."""
+    volatile = ("SIMACC_", "SGLANG_", "PYTEST_", "PWD", "OLDPWD", "_")
+    return tuple(sorted((k, v) for k, v in os.environ.items() if not k.startswith(volatile)))
+
+
+def _cached(packages, make):
+    """This process's server of ``packages``, started by ``make()`` at the first call and kept
+    for the rest of the process (started anew where the environment changed, or it died)."""
+    if not available():
+        return None
+    key = (packages, _fingerprint())
+    found = _SERVERS.get(key)
+    if found is None or not found.alive:
+        if not _SERVERS:
+            atexit.register(close_all)
+        found = _SERVERS[key] = make()
+    return found
+
+
+def server(ranks_now=False):
+    """This process's session server (see :class:`Server`; ``ranks_now`` for a new one), or
+    None where fork servers are not available."""
+    return _cached(SESSION_PACKAGES, lambda: Server(SESSION_PACKAGES, ranks_now=ranks_now))
+
+
+def rank_server():
+    """The address of a server of new-interpreter ranks (torch imported, a hash seed other
+    than this process's): the one of the session server that forked this process, asked for,
+    else this process's own; None where there is none."""
+    session = os.environ.get(ADDRESS)
+    if session:
+        forked = request(session, [], kind="ranks")
+        if forked is not None:
+            return forked.address
+    found = _cached(RANK_PACKAGES, lambda: Server(RANK_PACKAGES, other_hash_seed()))
+    return found.address if found is not None else None
+
+
+def close_all():
+    while _SERVERS:
+        _SERVERS.popitem()[1].close()
+
+
+def client(address):
+    """The command line that runs ``python ARGS`` through the server at ``address``: append ARGS."""
+    return [sys.executable, "-S", str(CLIENT), address]
+
+
+def command(args, address=None):
+    """``[python, *args]`` as a forked process of the server at ``address`` (default: this
+    process's session server), or a new interpreter where there is none."""
+    if address is None:
+        found = server()
+        address = found.address if found is not None else None
+    return [*client(address), *args] if address else [sys.executable, *args]
+
+
+class Forked:
+    """A process the server forked for this process: its ``pid``, and its exit status
+    (:meth:`wait`) as the server reports it."""
+
+    def __init__(self, pid, conn):
+        self.pid, self._conn, self._replies, self.returncode = pid, conn, conn.makefile("r"), None
+
+    def wait(self, timeout=None):
+        """Its exit code (negative: the signal that ended it); ``TimeoutError`` when it has not
+        ended ``timeout`` seconds from now; 1 if the server went away first."""
+        if self.returncode is None:
+            self._conn.settimeout(timeout)
+            try:
+                line = self._replies.readline()
+            except (socket.timeout, TimeoutError):
+                raise TimeoutError(f"process {self.pid} still runs") from None
+            finally:
+                self._conn.settimeout(None)
+            self.returncode = json.loads(line)["exit"] if line else 1
+            self._conn.close()
+        return self.returncode
+
+    def close(self):
+        """Stop waiting for it: the server kills it if it still runs."""
+        self._conn.close()
+
+
+def request(address, args, fds=(0, 1, 2), patience=30.0, kind="fork"):
+    """Ask the server at ``address`` for a process that runs ``python ARGS`` with ``fds`` as its
+    descriptors 0, 1, 2, ... and this process's environment, working directory and process
+    group; a :class:`Forked`, or None when the server cannot be reached within ``patience``
+    seconds (it listens before it imports, so a starting server keeps the request waiting).
+    ``kind`` "ranks" asks instead for its rank server's address (``.address`` of the answer)."""
+    deadline = time.monotonic() + patience
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(address)
+            break
+        except OSError:
+            conn.close()
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
+    header = json.dumps({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
+                         "pgid": os.getpgrp()}).encode()
+    try:
+        socket.send_fds(conn, [struct.pack("!I", len(header))], list(fds))
+        conn.sendall(header)
+        first = conn.makefile("r").readline()
+    except OSError:
+        first = ""
+    if not first:
+        conn.close()
+        return None
+    answer = json.loads(first)
+    if kind == "ranks":
+        conn.close()
+        return _Said(answer["address"])
+    return Forked(answer["pid"], conn)
+
+
+class _Said:
+    def __init__(self, address):
+        self.address = address
+
+
+# -- the server ------------------------------------------------------------------------------------
+
+
+def _serve(address, packages):
+    """(the server's main) Listen at ``address`` first (clients queue until it accepts), import
+    ``packages`` (after starting its rank server, with ``--ranks-now`` first among them),
+    then fork a child for each request until standard input closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the forked processes, in their clients' groups
+    _adopt_orphans()
+    _OWN_PATH[:] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    _LISTENING[:] = [address]
+    listener.listen(64)
+    if packages[:1] == ["--ranks-now"]:
+        packages = packages[1:]
+        _ranks()
+    for name in packages:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # the wakeup fd hears it
+    children = {}  # pid -> the client's connection
+    while True:
+        waiting = [listener, sys.stdin, wake_read, *children.values()]
+        try:
+            ready, _, _ = select.select(waiting, [], [])
+        except InterruptedError:
+            ready = [wake_read]
+        if sys.stdin in ready and not os.read(sys.stdin.fileno(), 1024):
+            break  # the parent is done: so is every child
+        if wake_read in ready:
+            os.read(wake_read, 4096)
+            _reap(children)
+        if listener in ready:
+            conn, _ = listener.accept()
+            pid = _fork(conn, listener, wake_read, wake_write)
+            if pid is not None:
+                children[pid] = conn
+        for pid, conn in list(children.items()):
+            if conn in ready and not _peek(conn):  # the client died: so does what it stood in for
+                _kill(pid)
+    for pid in children:
+        _kill(pid)
+    for ranks in _RANKS:
+        ranks.close()
+    deadline = time.monotonic() + 10  # what it forked, and the orphans it adopted, end and are reaped
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.02)
+
+
+def _adopt_orphans():
+    """Become the subreaper of what the forked processes start (Linux's PR_SET_CHILD_SUBREAPER):
+    a process whose parent ended before it (a zygote of a worker that ended with ``os._exit``)
+    is then this server's to reap, not left ``<defunct>`` under an init that does not reap."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _peek(conn):
+    try:
+        return conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return b""
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _reap(children):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is not None:
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            _say(conn, {"exit": code})
+            conn.close()
+
+
+def _say(conn, message):
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _receive_request(conn):
+    """The client's request: its header (JSON, after a 4-byte length) and its file descriptors."""
+    raw, fds, _, _ = socket.recv_fds(conn, 4, 16)
+    (size,) = struct.unpack("!I", raw)
+    body = b""
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise OSError("the client went away")
+        body += chunk
+    return json.loads(body), fds
+
+
+def _ranks():
+    """(in a session server) Its rank server, started at the first call: torch imported, a
+    hash seed other than this server's (and so than every process it forks)."""
+    if not _RANKS or not _RANKS[0].alive:
+        _RANKS[:] = [Server(RANK_PACKAGES, other_hash_seed())]
+    return _RANKS[0]
+
+
+def _fork(conn, listener, wake_read, wake_write):
+    try:
+        request, fds = _receive_request(conn)
+    except (OSError, ValueError, struct.error):
+        conn.close()
+        return None
+    if request.get("kind") == "ranks":
+        _say(conn, {"address": _ranks().address})
+        conn.close()
+        return None
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        _say(conn, {"pid": pid})
+        return pid
+    try:
+        signal.set_wakeup_fd(-1)
+        for fd in (wake_read, wake_write):
+            os.close(fd)
+        listener.close()
+        conn.close()
+        code = _become(request, fds)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported as a new interpreter would report it
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - its streams may be gone
+        pass
+    os._exit(code)
+
+
+def _become(request, fds):
+    """(in the forked child) Take the client's place and run its ``python`` arguments."""
+    try:
+        os.setpgid(0, request["pgid"])
+    except OSError:
+        pass
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    high = [os.dup(fd) for fd in fds]  # out of the way of the targets 0, 1, 2, ...
+    for fd in fds:
+        os.close(fd)
+    for target, fd in enumerate(high):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0]})
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()  # from the operating system, as at numpy's import
+    args = request["argv"]
+    while args and args[0] in ("-u", "-B", "-E", "-s"):  # interpreter flags: the server's apply
+        args = args[1:]
+    _adopt_path(request, args)
+    import runpy
+
+    if args[:1] == ["-m"]:
+        sys.argv = [args[1], *args[2:]]
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    elif args[:1] == ["-c"]:
+        sys.argv = ["-c", *args[2:]]
+        exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    else:
+        sys.argv = list(args)
+        runpy.run_path(args[0], run_name="__main__")
+    return 0
+
+
+def _adopt_path(request, args):
+    """``sys.path`` as a new interpreter started by the client would have it: its first entry
+    (the working directory for ``-m``, '' for ``-c``, the script's folder), its PYTHONPATH, then
+    the rest of the server's."""
+    given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    rest = [p for p in sys.path[1:] if p not in _OWN_PATH]
+    first = request["cwd"] if args[:1] == ["-m"] else "" if args[:1] == ["-c"] else str(Path(args[0]).resolve().parent)
+    sys.path[:] = [first, *given, *rest]
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], sys.argv[2:])
