@@ -17,7 +17,7 @@ from simacc.harness.model import explain
 from simacc.harness.sessions import ranks
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy", "dflash", "functional")
+CONTRACTS = ("eagle", "legacy", "dflash", "functional", "dspark_length", "dspark_bonus")
 
 
 @claim(*CONTRACTS, case=support.cases_for_impl)
@@ -54,10 +54,12 @@ def _check_alike(what, got, expected, case, length):
 def _shown_length(outcome):
     """``L`` as the first row shows it in one rank's outcome, or None where no row does (an
     empty batch, an error): the index's entries other than -1 (the index is the first result
-    of the functional contract), or DFLASH's ``commit_lens``."""
+    of the functional contract), DFLASH's ``commit_lens``, or one more than DSpark's step count."""
     if outcome.error is not None:
         return None
     lens = outcome.args.get("commit_lens")
+    if "simulated_correct_len" in outcome.args:  # DSpark's step: the count L - 1
+        lens = outcome.args["simulated_correct_len"] + 1
     if lens is None:
         index = outcome.returned[0] if isinstance(outcome.returned, (tuple, list)) else outcome.returned
         lens = (index != -1).sum(dim=-1) if isinstance(index, torch.Tensor) and index.dim() == 2 else None
