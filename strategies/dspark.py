@@ -33,11 +33,6 @@ _SPLITS = st.sampled_from((1, 2, 4))  # a power of two, as the partials kernel m
 _TEMPERATURES = (0.05, 4.0)  # a sampling request's temperature, uniform in this range
 
 
-def _check_range(name, low, high):
-    if high < low:
-        raise ValueError(f"{name}: {high=} < {low=}")
-
-
 def _placed(values, layout):
     return {name: None if v is None else TensorArg(v, layout) for name, v in values.items()}
 
@@ -49,7 +44,7 @@ def dspark_length_cases(*, max_gamma=MAX_GAMMA, methods=None):
     process reads at import (the call reads it there, not from its arguments). Shrinks toward
     gamma=0, a length of 1, contiguous.
     """
-    _check_range("gamma", 0, max_gamma)
+    sc._check_range("min_gamma", 0, "max_gamma", max_gamma)
     return _dspark_length_cases(sc.spec_steps(0, max_gamma), st.just(DEFAULT_METHOD) if methods is None else methods)
 
 
@@ -83,8 +78,8 @@ def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_
     """
     if not modes or set(modes) - set(VLLM_REQUESTS):
         raise ValueError(f"{modes=} must be a non-empty subset of {VLLM_REQUESTS}")
-    _check_range("bs", max(min_bs, 1), max_bs)
-    _check_range("rows", 1, max_rows)
+    sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
+    sc._check_range("min_rows", 1, "max_rows", max_rows)
     return _dspark_bonus_cases(st.sampled_from(tuple(modes)), st.integers(max(min_bs, 1), max_bs),
                                st.integers(1, max_rows))
 
@@ -127,8 +122,8 @@ def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, max_gamm
     """
     if not bonuses or set(bonuses) - set(DSPARK_BONUSES):
         raise ValueError(f"{bonuses=} must be a non-empty subset of {DSPARK_BONUSES}")
-    _check_range("bs", max(min_bs, 1), max_bs)
-    _check_range("gamma", 0, max_gamma)
+    sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
+    sc._check_range("min_gamma", 0, "max_gamma", max_gamma)
     simulations = _BOOLEANS.map(lambda real: not real) if simulated is None else st.just(simulated)
     gatings = _BOOLEANS if gated is None else st.just(gated)
     return _dspark_accept_cases(st.sampled_from(tuple(bonuses)), sc.batch_sizes(max(min_bs, 1), max_bs),
