@@ -81,9 +81,11 @@ def _check_alike(what, got, expected, case, length):
 
 def _shown_length(outcome):
     """``L`` as the first row shows it in one rank's outcome, or None where no row does (an
-    empty batch): the index's entries other than -1 (the index is the first result of the
-    functional contract), or DFLASH's ``commit_lens``."""
+    empty batch): the index's entries other than -1 (the index is the first result
+    of the functional contract), DFLASH's ``commit_lens``, or one more than DSpark's step count."""
     lens = outcome.args.get("commit_lens")
+    if "simulated_correct_len" in outcome.args:  # DSpark's step: the count L - 1
+        lens = outcome.args["simulated_correct_len"] + 1
     if lens is None:
         index = outcome.returned[0] if isinstance(outcome.returned, (tuple, list)) else outcome.returned
         lens = (index != -1).sum(dim=-1) if isinstance(index, torch.Tensor) and index.dim() == 2 else None

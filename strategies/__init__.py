@@ -12,6 +12,7 @@ from simacc.strategies.cases import (
     kernel_cases,
     roots,
 )
+from simacc.strategies.dspark import dspark_accept_cases, dspark_bonus_cases, dspark_length_cases
 from simacc.strategies.functional import SPARE as FUNCTIONAL_SPARE
 from simacc.strategies.functional import functional_cases
 from simacc.strategies.scalars import (
@@ -44,6 +45,9 @@ BY_CONTRACT = {
     "vllm_decision": (decision_cases, ()),
     "vllm_v1": (v1_cases, ()),
     "vllm_v2": (v2_cases, ()),
+    "dspark_length": (dspark_length_cases, ()),
+    "dspark_bonus": (dspark_bonus_cases, ()),
+    "dspark_accept": (dspark_accept_cases, ()),
 }
 
 __all__ = [
@@ -60,6 +64,9 @@ __all__ = [
     "conversion_cases",
     "decision_cases",
     "dflash_cases",
+    "dspark_accept_cases",
+    "dspark_bonus_cases",
+    "dspark_length_cases",
     "eagle_cases",
     "functional_cases",
     "kernel_cases",

@@ -26,6 +26,7 @@ from simacc.contract import vllm_glue
 from simacc.harness.call import impl
 from simacc.harness.config import contracts
 from simacc.harness.model import repro_files as reprofile
+from simacc.strategies import dspark as sd
 from simacc.strategies import vllm as sv
 
 GLUE = "simacc.contract.vllm_glue"
@@ -55,9 +56,12 @@ def test_each_layout_is_inferred_from_its_keyword_names(contract, monkeypatch):
 
 @pytest.mark.parametrize("strategy", [sv.synthetic_settings(), sv.bad_settings("knobs"), sv.bad_settings("range"),
                                       sv.conversion_cases(), sv.decision_cases(max_bs=8), sv.v1_cases(max_bs=8),
-                                      sv.v2_cases(max_bs=8)], ids=lambda s: repr(s)[:30])
+                                      sv.v2_cases(max_bs=8), sd.dspark_length_cases(),
+                                      sd.dspark_bonus_cases(max_bs=2, max_rows=2), sd.dspark_accept_cases(max_bs=8)],
+                         ids=lambda s: repr(s)[:30])
 def test_each_case_type_round_trips_through_a_repro_file(strategy):
-    """float64 values (edge uniforms a float64 apart), NaN rates and a knob left out (null) included."""
+    """float64 values (edge uniforms a float64 apart), NaN rates and a knob left out (null) included; DSpark's
+    cases too (a vocabulary of thousands: small batches)."""
 
     def round_trip(case):
         contract = next(c.name for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__)

@@ -28,7 +28,8 @@ from simacc.commands.exits import Exit
 HELP = """\
 Run simacc check on each engine's own code and print the verdicts as a markdown table.
 
-Rows: sglang's eager function, its Triton op and DFLASH; sglang-jax's functional port;
+Rows: sglang's eager function, its Triton op and DFLASH; DSpark's step length, bonus and
+accept (through simacc.contract.dspark_glue and dspark_serving_glue); sglang-jax's functional port;
 vLLM's settings, conversion, V1 decision, V1 sampler and V2 sampler (through
 simacc.contract.vllm_glue). An engine whose code is not importable here gets a row that says
 why. Put an engine's wheel files on PYTHONPATH to include it (docs/vllm.md).
@@ -81,6 +82,7 @@ class Row:
 
 
 GLUE = "simacc.contract.vllm_glue"
+DSPARK, DSPARK_SERVING = "simacc.contract.dspark_glue", "simacc.contract.dspark_serving_glue"  # sglang's DSpark files
 NO_JAX_RELEASE = ("no IMPL known: the sglang-jax release pip finds (0.0.1.post1) has no simulated "
                   "acceptance; give its function with --impl sglang-jax=MODULE:FUNCTION (docs/jax.md's glue)")
 ROWS = (
@@ -90,6 +92,18 @@ ROWS = (
         "file:kernels/ops/speculative/simulated_accept.py:simulated_accept"),
     Row("sglang-dflash", "sglang", "sglang", "sglang", "DFLASH (`apply_dflash_simulated_acceptance`)",
         "sglang.srt.speculative.dflash_utils:apply_dflash_simulated_acceptance"),
+    Row("sglang-dspark-length", "sglang", "sglang", "sglang", "DSpark step length (`begin_simulated_step`, §19)",
+        f"{DSPARK_SERVING}:begin_simulated_step"),
+    Row("sglang-dspark-bonus", "sglang", "sglang", "sglang", "DSpark bonus (`simulated_bonus_sample`, §20)",
+        "file:kernels/ops/speculative/dspark/simulated_bonus.py:simulated_bonus_sample"),
+    Row("sglang-dspark-bonus-graph", "sglang", "sglang", "sglang",
+        "DSpark fold's bonus (`simulated_bonus_sample_graph`, §20.5)", f"{DSPARK}:simulated_bonus_sample_graph"),
+    Row("sglang-dspark-tail-torch", "sglang", "sglang", "sglang", "DSpark accept tail, torch (`static_accept_tail_torch`, "
+        "§21)", f"{DSPARK}:static_accept_tail_torch"),
+    Row("sglang-dspark-tail-triton", "sglang", "sglang", "sglang", "DSpark accept tail, Triton (`static_accept_tail`'s "
+        "kernel, §21)", f"{DSPARK}:static_accept_tail_triton"),
+    Row("sglang-dspark-eager", "sglang", "sglang", "sglang", "DSpark accept, separate ops (`AcceptGreedy`, "
+        "`build_accept_outs`, §21.4)", f"{DSPARK_SERVING}:eager_accept"),
     Row("sglang-jax", "sglang-jax", "sglang-jax", "sgl_jax", "functional", "", NO_JAX_RELEASE),
     Row("vllm-settings", "vLLM", "vllm", "vllm", "settings (§13)", f"{GLUE}:resolve_synthetic_rates"),
     Row("vllm-conversion", "vLLM", "vllm", "vllm", "conversion (§14)", f"{GLUE}:conditional_rates"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 TOKEN_MODES = ("fixed", "real-draft-token")
 VLLM_KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a vLLM settings case gives
-VLLM_REQUESTS = ("greedy", "random", "mixed")  # which requests of a vLLM batch sample
+VLLM_REQUESTS = ("greedy", "random", "mixed")  # which requests of a vLLM batch (or a DSpark bonus's) sample
 LEVELS = ("exact", "semantic")
 METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
 
@@ -23,6 +23,10 @@ LEGACY_ORDER = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_ste
 OLDEST_ORDER = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
 # what the third parameter of the legacy function was called over the releases (CONTRACT.md §6)
 LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
+METHODS = ("multinomial", "match-expected")  # a DSpark length case's mode: the method read at import (§19)
+DSPARK_ACCEPT_PARAMS = ("candidates", "target_predict", "seq_lens", "verify_lens", "gate", "correct_len_out",
+                        "bonus_out", "cap_trim_lens_out", "commit_lens_out", "new_seq_lens_out", "out_tokens_out")
+DSPARK_BONUSES = ("target", "bonus_in", "bonus_parts")  # where a DSpark accept case's bonus comes from (§21.2)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,21 @@ CONTRACTS = {
              "synthetic_conditional_rates"),
             "simacc:synthetic_rejection_sample_v2", "V2Case", modes=VLLM_REQUESTS, level="semantic",
             draws=("inputs",),
+        ),
+        # sglang's DSpark (CONTRACT.md Part III): the step's length, the simulated bonus (drawn from Python's
+        # global generator) and the accept under a simulated length; no fixed mode, so no fixed id
+        Contract(
+            "dspark_length", ("simulated_correct_len", "simulate_acc_len", "gamma"),
+            "simacc.contract.dspark:begin_simulated_step", "DsparkLengthCase", modes=METHODS,
+        ),
+        Contract(
+            "dspark_bonus", ("target_logits", "correct_len", "temperatures", "bs", "rows_per_request"),
+            "simacc.contract.dspark:simulated_bonus_sample", "DsparkBonusCase", modes=VLLM_REQUESTS,
+            draws=("random",),
+        ),
+        Contract(
+            "dspark_accept", DSPARK_ACCEPT_PARAMS, "simacc.contract.dspark:static_accept_tail", "DsparkAcceptCase",
+            modes=DSPARK_BONUSES, draws=(),
         ),
     )
 }

@@ -1,0 +1,123 @@
+"""DSpark's simulated bonus (CONTRACT.md §20.1-§20.3): one token a request from its row at
+``correct_len``, the argmax where its temperature is at most 0 and a sample of the tempered
+softmax otherwise, fresh at every call, its noise seeded from one ``random.getrandbits(31)`` of
+Python's global generator.
+
+The statistical properties build their batches from fixed seeds and judge the empirical law by
+the DKW bound at ``support.FALSE_ALARM`` (1e-6) per test, whatever stream the implementation
+draws from; their sizes keep the zoo's mistakes (the temperature multiplied, ignored, or one
+request's for all; one seed for every call) far past the bound, since upstream's kernel runs a
+program a verify row in Triton's interpreter.
+"""
+
+import random
+
+import torch
+
+from simacc import strategies as sx
+from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.catalogue import claim
+from simacc.harness.model.cases import DsparkBonusCase, TensorArg
+from simacc.properties import support
+
+cases = sx.dspark_bonus_cases()
+LAW_LOGITS = (0.0, 1.0, 2.0)
+LAW_TEMPERATURES = (4.0, 0.25)  # alternating requests: softmax near [0.25, 0.33, 0.42] and [0.0003, 0.018, 0.98]
+LAW_REQUESTS = 400  # 200 a temperature: eps = 0.195 at 5e-7 each; the mistakes of the zoo move a CDF by 0.25 or more
+CALLS = 100  # eps = 0.27; one seed for every call gives one token a hundred times, a CDF off by 0.5
+
+
+def _tokens(outcome, case):
+    got = outcome.returned
+    check(isinstance(got, torch.Tensor), "type(result)", type(got).__name__, "Tensor", case)
+    return got
+
+
+def _law_case(logits, temperatures, seed):
+    """One verify row a request, the same ``logits`` in each, the row at ``correct_len`` 0."""
+    bs = len(temperatures)
+    return DsparkBonusCase(
+        target_logits=TensorArg(torch.tensor([logits] * bs, dtype=torch.float32)),
+        correct_len=TensorArg(torch.zeros(bs, dtype=torch.int64)),
+        temperatures=TensorArg(torch.tensor(temperatures, dtype=torch.float32).reshape(bs, 1)),
+        bs=bs, rows_per_request=1, seed=seed)
+
+
+def _softmax(logits, temperature):
+    return torch.softmax(torch.tensor(logits, dtype=torch.float64) / temperature, 0).tolist()
+
+
+@claim("dspark_bonus", case=cases)
+def test_dspark_bonus_is_one_token_a_request_on_the_logits_device(simacc, case):
+    """The result is a (bs,) int64 tensor on the logits' device, each entry a token of the vocabulary (§20.1)."""
+    outcome = simacc.run(case)
+    got = _tokens(outcome, case)
+    device = outcome.args["target_logits"].device
+    check(tuple(got.shape) == (case.bs,), "result.shape", tuple(got.shape), (case.bs,), case)
+    check(got.dtype == torch.int64, "result.dtype", got.dtype, torch.int64, case)
+    check(got.device == device, "result.device", got.device, f"{device} (target_logits' device)", case)
+    values = got.cpu()
+    check(bool(((values >= 0) & (values < case.vocab)).all()), "result", values.tolist(),
+          f"tokens of the vocabulary [0, {case.vocab})", case)
+
+
+@claim("dspark_bonus", case=cases)
+def test_dspark_bonus_inputs_are_never_written(simacc, case):
+    """target_logits, correct_len and temperatures are never written (§20.1)."""
+    support.check_inputs_untouched(simacc.run(case), case, ("target_logits", "correct_len", "temperatures"))
+
+
+@claim("dspark_bonus", case=sx.dspark_bonus_cases(modes=("greedy", "mixed")))
+def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
+    """A request of temperature <= 0 gets the argmax of its row r * rows_per_request + correct_len[r] (§20.2)."""
+    got = _tokens(simacc.run(case), case).cpu()
+    rows = torch.arange(case.bs) * case.rows_per_request + case.correct_len.values
+    greedy = case.temperatures.values.reshape(-1) <= 0
+    expected = torch.where(greedy, case.target_logits.values[rows].argmax(dim=1), got)
+    def role(index):
+        r = index[0]
+        return (f"request {r}'s bonus, greedy: the argmax of target_logits row {int(rows[r])} = "
+                f"{r} * {case.rows_per_request} + correct_len[{r}]")
+
+    check_equal("result", got, expected, case, role=role)
+
+
+@claim("dspark_bonus")
+def test_dspark_bonus_follows_the_tempered_softmax(simacc):
+    """Requests of temperatures 4 and 1/4 over the same logits each draw softmax(x / T) (§20.2, DKW at 1e-6)."""
+    temperatures = [LAW_TEMPERATURES[r % 2] for r in range(LAW_REQUESTS)]
+    case = _law_case(LAW_LOGITS, temperatures, seed=20)
+    tokens = _tokens(simacc.run(case), case).cpu().tolist()
+    for k, temperature in enumerate(LAW_TEMPERATURES):
+        drawn = [t + 1 for t in tokens[k::2]]
+        support.check_distribution(drawn, _softmax(LAW_LOGITS, temperature),
+                                   f"1 + the bonus of the {len(drawn)} requests of temperature {temperature} over "
+                                   f"logits {list(LAW_LOGITS)}", support.FALSE_ALARM / 2)
+
+
+@claim("dspark_bonus")
+def test_dspark_bonus_draws_afresh_at_every_call(simacc):
+    """Calls seeded apart draw apart: one request of two equal logits gets each half the time (§20.2, DKW at 1e-6)."""
+    calls = (_law_case((0.0, 0.0), [1.0], seed) for seed in range(CALLS))
+    drawn = [int(_tokens(simacc.run(case), case)[0]) + 1 for case in calls]
+    support.check_distribution(drawn, [0.5, 0.5], f"1 + the bonus of one request over two equal logits, {CALLS} calls")
+
+
+@claim("dspark_bonus", levels=("exact",), case=cases)
+def test_dspark_bonus_draws_one_seed_from_pythons_generator(simacc, case):
+    """A sampling call takes one random.getrandbits(31) of Python's generator (all-greedy: one or none), none of torch's (§20.3)."""
+    outcome = simacc.run(case)
+    after = random.getstate()
+    stream = random.Random(case.seed)
+    seen = [stream.getstate()]
+    for _ in range(3):
+        stream.getrandbits(31)
+        seen.append(stream.getstate())
+    said = {0: "unchanged (no draw)", 1: "advanced by one random.getrandbits(31)"}
+    got = next((said.get(k, f"advanced by {k} getrandbits(31)") for k, state in enumerate(seen) if state == after),
+               "advanced by other draws")
+    allowed = seen[:2] if case.mode == "greedy" else seen[1:2]
+    check(after in allowed, "Python's generator state after the call", got,
+          said[1] + (" or unchanged (every request greedy)" if case.mode == "greedy" else ""), case)
+    check(not outcome.draws_consumed, "torch's CPU generator state after the call", "advanced",
+          "unchanged (the bonus draws from Python's generator only)", case)
