@@ -23,6 +23,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
     config.addinivalue_line("markers", "vllm: runs vLLM's own code; skipped with the reason where vLLM is not importable "
                                        "(docs/vllm.md; select with -m vllm)")
+    config.addinivalue_line("markers", "sglang: runs sglang's own code; skipped with the reason where sglang is not "
+                                       "importable (docs/laws.md; select with -m sglang)")
 
 
 def pytest_collection_modifyitems(config, items):
