@@ -19,6 +19,8 @@ PAIRS = [  # (drawn from, judged against, batch)
     (("vllm", 3.0, 4), ("vllm", 3.05, 4), 64),  # a shifted AL
     (("vllm", 3.05, 4), ("vllm", 3.0, 4), 64),
     (("vllm", 3.0, 4), ("vllm", 3.05, 4), 1),
+    (("sglang", 3.0, 4), ("sglang", 3.05, 4), 64),
+    (("llama.cpp", 3.0, 4), ("llama.cpp", 3.05, 4), 64),
     (("llama.cpp", 2.6, 3), ("vllm", 2.6, 3), 1),  # geometric instead of minimum-variance
     (("vllm", 2.6, 3), ("llama.cpp", 2.6, 3), 1),
     (("atom-1850", 3.5, 4), ("llama.cpp", 3.5, 4), 1),  # two wide laws of one mean

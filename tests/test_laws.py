@@ -3,6 +3,8 @@ laws against the engines' mechanisms drawn, the figures the sources give, the kn
 its edges, the table, its JSON and its page; and, marked ``vllm`` and ``sglang``, the rows that
 run those engines' own code where it is importable."""
 
+import contextlib
+import io
 import json
 import math
 
@@ -157,19 +159,25 @@ def test_the_json_has_a_row_per_engine_with_its_law(capsys, tmp_path):
     assert rows["trtllm"]["mean_al"] == pytest.approx(3.499207, abs=1e-6) and rows["trtllm"]["mean_al_interval"] is None
 
 
-def test_the_page_holds_the_table_and_a_plot_of_the_laws(capsys, tmp_path):
-    page = tmp_path / "laws.html"
-    code, out, _ = run(capsys, "--length", "2.6", "--steps", "3", "--references", "--html", str(page))
-    parsed = Page(page.read_text())
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """``simacc laws --html`` at AL 2.6, K = 3: ``(exit code, what it printed, the page)``."""
+    path = tmp_path_factory.mktemp("laws") / "laws.html"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = cli.main(["laws", "--length", "2.6", "--steps", "3", "--references", "--html", str(path)])
+    return code, out.getvalue(), path
+
+
+def test_the_page_holds_the_table_and_a_plot_of_the_laws(page):
+    code, out, path = page
+    parsed = Page(path.read_text())
     assert code == 0 and parsed.title == "simacc laws: AL 2.6, K = 3, 64 requests per step"
     assert len(parsed.images) == 1 and parsed.images[0].startswith("data:image/png;base64,")
     assert out.strip() in "".join(parsed.text)
 
 
-def test_the_page_opens_in_a_browser_with_its_plot_drawn(capsys, tmp_path):
-    page = tmp_path / "laws.html"
-    run(capsys, "--length", "2.6", "--steps", "3", "--references", "--html", str(page))
-    screenshot(page, tmp_path / "shot.png")
+def test_the_page_opens_in_a_browser_with_its_plot_drawn(page, tmp_path):
+    screenshot(page[2], tmp_path / "shot.png")
     assert red_pixels(tmp_path / "shot.png") > 1000  # the lockstep laws' bars
 
 

@@ -6,9 +6,9 @@ The laws page draws every engine's law of one request's length, a panel each, an
 step's mean over the batch. The observe page draws the run against the law: the share of each
 length; the CDF with the band the verdict allowed (the per-point Chernoff band of
 :mod:`simacc.harness.judging.statistics`, the one judged) and, dashed, the DKW band at the same
-rate (wider near the tails); and each step's mean length against the law's mean and two standard
-deviations of a step's mean (a lockstep run swings by one request's, an independent one by
-``1 / sqrt(batch)`` of it).
+rate (wider near 0 and 1, a little narrower near 1/2); and each step's mean length against the
+law's mean and two standard deviations of a step's mean (a lockstep run swings by one request's,
+an independent one by ``1 / sqrt(batch)`` of it).
 """
 
 import base64
@@ -100,7 +100,7 @@ def observe_page(verdict, name, text):
     else:
         labels = tuple(str(a) for a in range(1, verdict.law.steps + 2))
         chart = Distribution("accept_length", labels, verdict.counts, verdict.law.accepted, verdict.dkw).chart()
-        picture = _no_plots("\n".join(chart) + "\n(the band: DKW's; the verdict judged the Chernoff band, narrower)")
+        picture = _no_plots("\n".join(chart) + "\n(the band drawn: DKW's; the verdict judged the per-point Chernoff band)")
     rows = "".join(f"<tr><td class={'green' if c.passed else 'red'}>{'pass' if c.passed else 'FAIL'}</td>"
                    f"<td>{_e(c.name)}</td><td>{_e(c.said)}</td></tr>" for c in verdict.checks)
     body = (f"<table class=verdict>{rows}</table>\n{picture}\n<h2>The verdict</h2>\n<pre>{_e(text)}"

@@ -56,10 +56,10 @@ def check_folders(command, *paths):
 def register(subparsers):
     p = subparsers.add_parser(
         "laws", help="every engine's law at one mean acceptance length, side by side",
-        description="For one mean acceptance length AL (accepted drafts + 1) and K drafts per step: each "
-        "engine's setting in its own unit (or why it cannot take AL), the law of one request's accepted drafts, "
-        "its mean and spread, whether a step's requests draw on their own or in lockstep, and the spread of a "
-        "step's mean over a batch.",
+        description="For one mean acceptance length AL (accepted drafts + 1) and K drafts per step: each\n"
+        "engine's setting in its own unit (or why it cannot take AL), the law of one request's accepted\n"
+        "drafts, its mean and spread, whether a step's requests draw on their own or in lockstep, and\n"
+        "the spread of a step's mean over a batch.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--length", required=True, type=opts.argtype(length), metavar="AL",
                    help="the mean acceptance length asked for, the target's token included")

@@ -106,12 +106,18 @@ def by_step(name, records):
 
 @dataclass(frozen=True)
 class Check:
-    """One check of the verdict: whether it passed, a line saying so, and its numbers."""
+    """One check of the verdict: whether it passed, a line saying so, on a failure what differs
+    (in the terms of what the run did), and its numbers."""
 
     name: str
     passed: bool
     said: str
+    difference: str
     data: dict
+
+
+def check(name, passed, said, difference="", **data):
+    return Check(name, passed, said, (difference or said) if not passed else "", data)
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,7 @@ class Verdict:
     observed_al: float
     interval: tuple
     checks: tuple
-    differences: tuple
-    fits: tuple
+    fits: tuple  # the other laws the log passes, on a failure
     counts: tuple  # records of each length 1..K+1
     outside: int
     step_means: tuple  # (step, mean length, requests) per step
@@ -135,101 +140,115 @@ class Verdict:
     def passed(self):
         return all(c.passed for c in self.checks)
 
+    @property
+    def differences(self):
+        return [c.difference for c in self.checks if not c.passed]
+
 
 def judge(law, steps, false_alarm=FALSE_ALARM, candidates=()):
     """The :class:`Verdict` on a log (``steps``: :func:`by_step`'s) under ``law``; on a failure,
     ``fits`` names the laws among ``candidates`` that the log passes."""
-    k, title = law.steps, law.engine.title
+    k = law.steps
     records = [r for step in steps.values() for r in step]
     inside = [r for r in records if 1 <= r.length <= k + 1]
     outside = [r for r in records if not 1 <= r.length <= k + 1]
-    lockstep = law.engine.joint != laws.INDEPENDENT
     shared = [step for step in steps.values() if len(step) > 1]
-    tests = 2 + (not lockstep and bool(shared))
-    each = false_alarm / tests
-    checks, differences = [], []
-
-    def add(name, passed, said, difference="", **data):
-        checks.append(Check(name, passed, said, data))
-        if not passed:
-            differences.append(difference or said)
-
-    add("lengths", not outside, f"every accept_length in 1..{k + 1}" if not outside else
-        f"{len(outside)} lengths outside 1..{k + 1} (K={k}): line {outside[0].line}: accept_length={outside[0].length}",
-        outside=len(outside))
+    lockstep = law.engine.joint != laws.INDEPENDENT
+    each = false_alarm / (2 + (not lockstep and bool(shared)))  # the statistical checks share the rate
+    checks = [check("lengths", not outside, f"every accept_length in 1..{k + 1}" if not outside else
+                    f"{len(outside)} lengths outside 1..{k + 1} (K={k}): line {outside[0].line}: "
+                    f"accept_length={outside[0].length}", outside=len(outside))]
     mixed = next((step for step in shared if len({r.length for r in step}) > 1), None)
     if lockstep:
-        detail = "" if mixed is None else (
-            f"step {mixed[0].step} has lengths {sorted({r.length for r in mixed})} (lines {mixed[0].line}, "
-            f"{next(r.line for r in mixed if r.length != mixed[0].length)}), but {title} draws one length for the "
-            "whole batch: these requests drew their own")
-        add("one length per step", mixed is None, "every step's requests share one length" if mixed is None else
-            detail)
-        units = [step[0].length for step in steps.values() if 1 <= step[0].length <= k + 1] if mixed is None else \
-            [r.length for r in inside]
-    else:
-        units = [r.length for r in inside]
-        if shared:
-            agree = sum(len({r.length for r in step}) == 1 for step in shared)
-            chances = [math.fsum(p ** len(step) for p in law.accepted) for step in shared]
-            limit = statistics.count_limit(chances, each)
-            expected = math.fsum(chances)
-            shares = [sum(r.length == a + 1 for r in inside) / max(len(inside), 1) for a in range(k + 1)]
-            own = statistics.count_limit([math.fsum(p ** len(step) for p in shares) for step in shared], each)
-            why = (f"the requests move in lockstep (one draw per batch), but {title} draws per request"
-                   if agree > own else "the lengths are more alike than the law's, even drawn on their own")
-            add("requests draw their own", agree <= limit,
-                f"{agree} of {len(shared)} steps with two requests or more have every request at one length "
-                f"(about {expected:.1f} expected, at most {limit} allowed)",
-                f"in {agree} of {len(shared)} steps every request has the same length, but independent draws give "
-                f"about {expected:.1f} such steps (at most {limit}): {why}", agree=agree, steps=len(shared),
-                expected=expected, limit=limit)
+        checks.append(_one_length(law, mixed))
+    elif shared:
+        checks.append(_own_draws(law, shared, inside, each))
+    by_steps = lockstep and mixed is None  # one draw per step: the step is the unit
+    units = [step[0].length for step in steps.values() if 1 <= step[0].length <= k + 1] if by_steps else \
+        [r.length for r in inside]
+    unit = "steps (one draw each)" if by_steps else "records"
     mean = math.fsum(units) / len(units) if units else math.nan
-    low, high = statistics.mean_interval(units, 1, k + 1, each) if units else (1.0, float(k + 1))
-    unit = "steps (one draw each)" if lockstep and mixed is None else "records"
+    interval = statistics.mean_interval(units, 1, k + 1, each) if units else (1.0, float(k + 1))
+    checks.append(_mean(law, mean, interval, len(units), unit))
+    checks.append(_distribution(law, units, unit, inside, each))
+    cdf = [min(math.fsum(law.accepted[: a + 1]), 1.0) for a in range(k)]
+    points = sum(0 < f < 1 for f in cdf)
+    band = tuple(statistics.band(len(units), f, points, each) if units else (f, f) for f in cdf)
+    passed = all(c.passed for c in checks)
+    fits = () if passed or outside else tuple(f"{other.engine.title} at AL {other.length:g}" for other in candidates
+                                              if judge(other, steps, false_alarm).passed)
+    return Verdict(law, len(records), len(steps), len({r.request for r in records}), mean, interval, tuple(checks),
+                   fits, tuple(sum(r.length == a + 1 for r in inside) for a in range(k + 1)), len(outside),
+                   tuple((s, math.fsum(r.length for r in step) / len(step), len(step)) for s, step in steps.items()),
+                   band, statistics.dkw_epsilon(len(units), each) if units else 1.0)
+
+
+def _one_length(law, mixed):
+    """A lockstep law: no step with two lengths (no statistics)."""
+    if mixed is None:
+        return check("one length per step", True, "every step's requests share one length")
+    other = next(r for r in mixed if r.length != mixed[0].length)
+    return check("one length per step", False,
+                 f"step {mixed[0].step} has lengths {sorted({r.length for r in mixed})} (lines {mixed[0].line}, "
+                 f"{other.line}), but {law.engine.title} draws one length for the whole batch: these requests drew "
+                 "their own")
+
+
+def _own_draws(law, shared, inside, false_alarm):
+    """An independent law: no more steps whose requests all agree than independent draws allow
+    (step ``s`` of ``N_s`` requests has the chance ``sum_a P(a)^N_s``); when there are more,
+    whether the run's own shares drawn independently would explain them (a narrower law) or not
+    (lockstep)."""
+    agree = sum(len({r.length for r in step}) == 1 for step in shared)
+    chances = [math.fsum(p ** len(step) for p in law.accepted) for step in shared]
+    limit, expected = statistics.count_limit(chances, false_alarm), math.fsum(chances)
+    shares = [sum(r.length == a + 1 for r in inside) / max(len(inside), 1) for a in range(law.steps + 1)]
+    alike = statistics.count_limit([math.fsum(p ** len(step) for p in shares) for step in shared], false_alarm)
+    why = (f"the requests move in lockstep (one draw per batch), but {law.engine.title} draws per request"
+           if agree > alike else "the lengths are more alike than the law's, even drawn on their own")
+    return check("requests draw their own", agree <= limit,
+                 f"{agree} of {len(shared)} steps with two requests or more have every request at one length "
+                 f"(about {expected:.1f} expected, at most {limit} allowed)",
+                 f"in {agree} of {len(shared)} steps every request has the same length, but independent draws give "
+                 f"about {expected:.1f} such steps (at most {limit}): {why}", agree=agree, steps=len(shared),
+                 expected=expected, limit=limit)
+
+
+def _mean(law, mean, interval, units, unit):
+    """The law's mean inside the run's interval; a run a whole token off says which unit slip
+    would explain it."""
+    low, high = interval
     hint = ""
     if low <= law.mean + 1 <= high:
         hint = ": that is AL + 1, as when the knob is given AL where it counts accepted drafts (AL - 1)"
     elif low <= law.mean - 1 <= high:
         hint = ": that is AL - 1, as when the knob is given AL - 1 where it takes AL"
-    add("mean", low <= law.mean <= high,
-        f"observed AL {mean:.4f}, interval [{low:.4f}, {high:.4f}] over {len(units)} {unit}; the law delivers "
-        f"{law.mean:.4f}",
-        f"observed AL {mean:.4f} [{low:.4f}, {high:.4f}], but {title}'s law at AL {law.length:g} delivers "
-        f"{law.mean:.4f}{hint}", observed=mean, low=low, high=high, expected=law.mean)
-    test = statistics.cdf_test(units, list(law.accepted), each)
-    sd = math.sqrt(math.fsum((u - mean) ** 2 for u in units) / len(units)) if units else math.nan
+    return check("mean", low <= law.mean <= high,
+                 f"observed AL {mean:.4f}, interval [{low:.4f}, {high:.4f}] over {units} {unit}; the law delivers "
+                 f"{law.mean:.4f}",
+                 f"observed AL {mean:.4f} [{low:.4f}, {high:.4f}], but {law.engine.title}'s law at AL "
+                 f"{law.length:g} delivers {law.mean:.4f}{hint}", observed=mean, low=low, high=high,
+                 expected=law.mean)
+
+
+def _distribution(law, units, unit, inside, false_alarm):
+    """The CDF test; its failure names a length the law never gives, or the point furthest out
+    and whether the run's spread is wider or narrower than the law's."""
+    test = statistics.cdf_test(units, list(law.accepted), false_alarm)
     if test.expected == 0.0 and not test.passed:
         first = next(r for r in inside if r.length == test.k)
         possible = [a + 1 for a, p in enumerate(law.accepted) if p > 0]
         said = (f"accept_length={test.k} on {units.count(test.k)} {unit} (first on line {first.line}), which "
-                f"{title}'s law at AL {law.length:g} never gives (only {possible})")
+                f"{law.engine.title}'s law at AL {law.length:g} never gives (only {possible})")
     else:
+        mean = math.fsum(units) / len(units) if units else math.nan
+        sd = math.sqrt(math.fsum((u - mean) ** 2 for u in units) / len(units)) if units else math.nan
         spread = "" if test.passed or abs(sd - law.sd) < 0.05 else \
             f"; its spread (sd {sd:.3f}) is {'wider' if sd > law.sd else 'narrower'} than the law's ({law.sd:.3f})"
         said = (f"P(accept_length <= {test.k}) = {test.observed:.4f}, {'within' if test.passed else 'outside'} "
                 f"{test.low:.4f}..{test.high:.4f} around the law's {test.expected:.4f}{spread}")
-    add("distribution", test.passed, said, observed=test.observed, expected=test.expected, low=test.low,
-        high=test.high, at=test.k)
-    points = sum(0 < f < 1 for f in _cdf(law.accepted))
-    band = tuple(statistics.band(len(units), f, points, each) if units else (f, f) for f in _cdf(law.accepted))
-    fits = ()
-    if differences and not outside:
-        fits = tuple(f"{other.engine.title} at AL {other.length:g}" for other in candidates
-                     if judge(other, steps, false_alarm).passed)
-    return Verdict(law, len(records), len(steps), len({r.request for r in records}), mean, (low, high),
-                   tuple(checks), tuple(differences), fits,
-                   tuple(sum(r.length == a + 1 for r in inside) for a in range(k + 1)), len(outside),
-                   tuple((s, math.fsum(r.length for r in step) / len(step), len(step)) for s, step in steps.items()),
-                   band, statistics.dkw_epsilon(len(units), each) if units else 1.0)
-
-
-def _cdf(probabilities):
-    total, out = 0.0, []
-    for p in probabilities[:-1]:
-        total += p
-        out.append(min(total, 1.0))
-    return out
+    return check("distribution", test.passed, said, observed=test.observed, expected=test.expected, low=test.low,
+                 high=test.high, at=test.k)
 
 
 def neighbours(law):
@@ -242,12 +261,16 @@ def neighbours(law):
 
 def render(verdict, name):
     law = verdict.law
+    inside = sum(verdict.counts)
+    shares = [c / max(inside, 1) for c in verdict.counts]
+    mean, sd = laws.spread(shares)
     lines = [f"{name}: {verdict.records} records, {verdict.steps} steps, {verdict.requests} requests, against "
              f"{law.engine.title} at AL {law.length:g}, K = {law.steps} ({law.knob})",
-             f"  law: P(accept_length = 1..{law.steps + 1}) = [{', '.join(f'{p:.4f}' for p in law.accepted)}], "
-             f"mean {law.mean:.4f}, sd {law.sd:.3f}, {laws.JOINT[law.engine.joint]}",
-             "  observed:      [" + ", ".join(f"{c / max(sum(verdict.counts), 1):.4f}" for c in verdict.counts) + "]"
-             + (f" and {verdict.outside} outside 1..{law.steps + 1}" if verdict.outside else ""), ""]
+             f"  P(accept_length = {', '.join(str(a) for a in range(1, law.steps + 2))})",
+             f"    the law:  {' '.join(f'{p:.4f}' for p in law.accepted)}  mean {law.mean:.4f}  sd {law.sd:.3f}  "
+             f"{laws.JOINT[law.engine.joint]}",
+             f"    the run:  {' '.join(f'{p:.4f}' for p in shares)}  mean {mean:.4f}  sd {sd:.3f}"
+             + (f"  (and {verdict.outside} outside 1..{law.steps + 1})" if verdict.outside else ""), ""]
     for check in verdict.checks:
         lines.append(f"  {'pass' if check.passed else 'FAIL'}  {check.name}: {check.said}")
     tests = sum(c.name != "lengths" and c.name != "one length per step" for c in verdict.checks)
@@ -287,9 +310,10 @@ def record(verdict, name, digest):
 def register(subparsers):
     p = subparsers.add_parser(
         "observe", help="check a benchmark run's acceptance log against the law it asked for",
-        description="Check LOG, a run's accept_length per request per step, against the law of ENGINE asked for "
-        "AL at K drafts per step: lengths in 1..K+1, lockstep or independent requests, the mean with its interval, "
-        "the distribution with its band; print what differs, and write a runtime verification record.",
+        description="Check LOG, a run's accept_length per request per step, against the law of ENGINE asked\n"
+        "for AL at K drafts per step: lengths in 1..K+1, lockstep or independent requests, the mean\n"
+        "with its interval, the distribution with its band; print what differs, and write a runtime\n"
+        "verification record.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("log", metavar="LOG", help="the run's log, JSON Lines (- for stdin)")
     p.add_argument("--engine", required=True, choices=laws.ENGINES, metavar="ENGINE",
