@@ -189,9 +189,9 @@ def rows(length, steps, batch, draws, references=False, progress=lambda line: No
         if own is None:
             table.append(reference_row(law, batch))
             continue
-        lengths, source, notes = own(law, draws, progress)
-        table.append(reference_row(law, batch, source) if lengths is None else
-                     sampled_row(law, batch, lengths, source, notes))
+        lengths, said, notes = own(law, draws, progress)  # said: where the lengths came from, or why none
+        table.append(reference_row(law, batch, said) if lengths is None else
+                     sampled_row(law, batch, lengths, said, notes))
     return table
 
 
