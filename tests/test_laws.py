@@ -228,6 +228,6 @@ def test_the_sglang_rows_come_from_running_sglang():
         assert any("agrees with the reference law" in n for n in table[engine].notes), table[engine].notes
 
 
-def test_without_the_engines_every_row_is_the_reference(monkeypatch):
+def test_without_the_engines_every_row_is_the_reference():
     table = command.rows(2.6, 3, 64, 10, references=True)
     assert all(r.source.startswith("reference, CONTRACT.md §") and r.interval is None for r in table)
