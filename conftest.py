@@ -23,8 +23,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
     config.addinivalue_line("markers", "vllm: runs vLLM's own code; skipped with the reason where vLLM is not importable "
                                        "(docs/vllm.md; select with -m vllm)")
-    config.addinivalue_line("markers", "sglang: runs sglang's own DSpark files; skipped with the reason where they are not on "
-                                         "the path (docs/engines.md; select with -m sglang)")
+    config.addinivalue_line("markers", "sglang: runs sglang's own code (its DSpark files, its length sampler); skipped with "
+                                       "the reason where it is not importable (docs/engines.md, docs/laws.md; select with -m sglang)")
 
 
 def pytest_collection_modifyitems(config, items):

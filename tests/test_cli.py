@@ -33,7 +33,7 @@ def fails(capsys, *argv):
     (["repro", "x.json", "--bogus"], "simacc repro: error: unrecognized arguments: --bogus; "
                                      "try 'simacc repro --help'"),
     (["chek"], "simacc: error: argument COMMAND: invalid choice: 'chek' (choose from 'check', 'repro', 'fuzz', "
-               "'mutants', 'bench', 'engines'); try 'simacc --help'"),
+               "'mutants', 'bench', 'engines', 'laws', 'observe'); try 'simacc --help'"),
 ])
 def test_a_usage_error_is_one_line_from_its_own_subcommand_with_a_pointer_to_its_help(capsys, argv, said):
     assert fails(capsys, *argv) == said + "\n"

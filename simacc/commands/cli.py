@@ -24,7 +24,7 @@ import sys
 
 import simacc
 
-SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench", "engines")  # modules of simacc.commands, in the order --help lists them
+SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench", "engines", "laws", "observe")  # modules of simacc.commands, in the order --help lists them
 
 
 class Parser(argparse.ArgumentParser):

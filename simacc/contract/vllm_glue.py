@@ -32,8 +32,12 @@ def resolve_synthetic_rates(*, num_speculative_tokens, synthetic_acceptance_rate
 
 
 def conditional_rates(*, unconditional_rates, device="cpu"):
-    """vLLM's conversion (§14), made into the float32 tensor both samplers build from it."""
-    from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
+    """vLLM's conversion (§14), made into the float32 tensor both samplers build from it (0.34
+    moved it into V2's rejection sampler; 0.33 has it in ``vllm.v1.spec_decode.utils``)."""
+    try:
+        from vllm.v1.worker.gpu.spec_decode.rejection_sampler import unconditional_to_conditional_rates
+    except ImportError:
+        from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
 
     return torch.tensor(unconditional_to_conditional_rates(list(unconditional_rates)), dtype=torch.float32,
                         device=device)

@@ -50,6 +50,8 @@ def band(n, expected, points, false_alarm=FALSE_ALARM):
     limit = budget(points, false_alarm) / n
 
     def edge(inside, outside):  # bisection on the monotone KL between expected and the bound
+        if bernoulli_kl(outside, expected) <= limit:  # 0 or 1 itself is accepted (few draws)
+            return outside
         for _ in range(60):
             middle = (inside + outside) / 2
             inside, outside = (middle, outside) if bernoulli_kl(middle, expected) <= limit else (inside, middle)
@@ -138,3 +140,43 @@ def detectable_gap(n, expected, points, false_alarm=FALSE_ALARM, power=0.999):
         else:
             low_d = middle
     return high_d
+
+
+def dkw_epsilon(n, false_alarm=FALSE_ALARM):
+    """The Dvoretzky-Kiefer-Wolfowitz-Massart band: ``n`` independent draws from any law have
+    ``max_k |F_n(k) - F(k)| > eps`` with probability at most ``2 exp(-2 n eps^2) = false_alarm``."""
+    return math.sqrt(math.log(2 / false_alarm) / (2 * n))
+
+
+def mean_interval(values, low, high, false_alarm=FALSE_ALARM):
+    """``(lower, upper)``: an interval that misses the mean of the law of ``values`` (independent
+    draws from one law on ``[low, high]``) with probability at most ``false_alarm``, whatever
+    that law's variance: the empirical Bernstein bound (Maurer and Pontil 2009, Theorem 4) on
+    each side at ``false_alarm / 2``, so that a law of small spread gets a narrow interval
+    without its variance being known. Two draws at least, or the whole range."""
+    n = len(values)
+    if n < 2:
+        return float(low), float(high)
+    mean = math.fsum(values) / n
+    variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    log_term = math.log(4 / false_alarm)
+    half = math.sqrt(2 * variance * log_term / n) + 7 * (high - low) * log_term / (3 * (n - 1))
+    return max(float(low), mean - half), min(float(high), mean + half)
+
+
+def count_limit(probabilities, false_alarm=FALSE_ALARM):
+    """The largest number of successes that independent trials with success probabilities
+    ``probabilities`` exceed with probability at most ``false_alarm``: the Chernoff bound
+    ``P(S >= m) <= exp(-n KL(m / n || p))`` at their mean ``p``, which holds for trials of unequal
+    probabilities too (Hoeffding 1956). A count above it is an excess at that rate."""
+    n = len(probabilities)
+    mean = math.fsum(probabilities) / n if n else 0.0
+    allowed = math.log(1 / false_alarm)
+    lowest, highest = math.ceil(mean * n), n + 1  # the first m whose bound is small enough lies in between
+    while lowest < highest:
+        middle = (lowest + highest) // 2
+        if middle > mean * n and n * bernoulli_kl(middle / n, mean) > allowed:
+            highest = middle
+        else:
+            lowest = middle + 1
+    return lowest - 1

@@ -1,0 +1,166 @@
+"""``simacc observe``: a log drawn from an engine's own law passes, a log from a neighbouring law
+fails with a message that names what differs, every unreadable log is a usage error that names
+its line and writes nothing, and the record and the page say what the terminal says."""
+
+import json
+
+import pytest
+from pages import Page, red_pixels, screenshot
+
+from simacc.commands import cli
+from simacc.contract import laws
+
+SETTINGS = [(2.6, 3), (3.5, 4), (3.0, 3)]
+
+
+def write_log(path, engine, length, k, steps=120, batch=32, seed=3):
+    """A log of ``engine``'s law drawn its own way: a line per request per step."""
+    run_ = laws.law(engine, length, k).draw(steps, batch, seed)
+    path.write_text("".join(json.dumps({"step": s, "request": r, "accept_length": n}) + "\n"
+                            for s, step in enumerate(run_) for r, n in enumerate(step)))
+    return path
+
+
+def observe(capsys, log, engine, length, k, *more):
+    code = cli.main(["observe", str(log), "--engine", engine, "--length", str(length), "--steps", str(k), *more])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("engine", laws.ENGINES)
+@pytest.mark.parametrize("length, k", SETTINGS)
+def test_a_log_drawn_from_an_engines_own_law_matches_it(capsys, tmp_path, engine, length, k):
+    if laws.law(engine, length, k).cannot:
+        pytest.skip("the engine cannot take this AL")
+    code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", engine, length, k), engine, length, k)
+    assert code == 0 and "MATCHES the law (false-alarm rate 1e-06 in all" in out, out
+
+
+@pytest.mark.parametrize("drawn, asked, says", [
+    (("vllm", 3.0, 4), ("vllm", 3.05, 4), "but vLLM's law at AL 3.05 delivers 3.0500"),  # a shifted AL
+    (("sglang", 2.6, 3), ("vllm", 2.6, 3), "the requests move in lockstep (one draw per batch), but vLLM draws per "
+                                           "request"),  # the per-batch draw instead of the per-request one
+    (("vllm", 2.6, 3), ("sglang", 2.6, 3), "but sglang match-expected draws one length for the whole batch: these "
+                                           "requests drew their own"),
+    (("llama.cpp", 2.6, 3), ("vllm", 2.6, 3), "which vLLM's law at AL 2.6 never gives (only [2, 3])"),  # geometric
+    (("atom-1850", 3.5, 4), ("llama.cpp", 3.5, 4), "is narrower than the law's (1.590)"),
+    (("trtllm", 3.6, 4), ("trtllm", 2.6, 4), "that is AL + 1, as when the knob is given AL where it counts accepted "
+                                             "drafts (AL - 1)"),  # AL given to a knob of AL - 1
+    (("vllm", 1.6, 3), ("vllm", 2.6, 3), "that is AL - 1, as when the knob is given AL - 1 where it takes AL"),
+    (("sglang-multinomial", 2.6, 3), ("sglang", 2.6, 3), "which sglang match-expected's law at AL 2.6 never gives"),
+])
+def test_a_log_from_a_neighbouring_law_fails_naming_what_differs(capsys, tmp_path, drawn, asked, says):
+    log = write_log(tmp_path / "run.jsonl", *drawn, steps=200, batch=32)
+    code, out, _ = observe(capsys, log, *asked)
+    assert code == 1 and "DOES NOT MATCH the law:" in out and says in out, out
+
+
+def test_a_failing_log_names_the_laws_it_passes(capsys, tmp_path):
+    code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "trtllm", 3.6, 4), "trtllm", 2.6, 4)
+    assert code == 1 and "  the log passes the law of: TensorRT-LLM one-model at AL 3.6" in out
+
+
+def test_a_length_outside_1_to_k_plus_1_fails_naming_its_line(capsys, tmp_path):
+    log = tmp_path / "run.jsonl"
+    lines = [{"step": s, "request": r, "accept_length": 2} for s in range(3) for r in range(2)]
+    lines[4]["accept_length"] = 5
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, _ = observe(capsys, log, "vllm", 2.0, 3, "--json", str(tmp_path / "v.json"))
+    assert code == 1 and "FAIL  lengths: 1 lengths outside 1..4 (K=3): line 5: accept_length=5" in out
+    record = json.loads((tmp_path / "v.json").read_text())
+    assert record["status"] == "fail" and record["evidence"]["outside"] == 1
+
+
+def test_the_record_is_a_runtime_verification(capsys, tmp_path):
+    log = write_log(tmp_path / "run.jsonl", "vllm", 2.6, 3)
+    code, out, _ = observe(capsys, log, "vllm", 2.6, 3, "--json", str(tmp_path / "v.json"))
+    record = json.loads((tmp_path / "v.json").read_text())
+    assert code == 0 and record["schema"] == "simacc.observe/1" and record["status"] == "pass"
+    low, high = record["evidence"]["interval"]
+    assert low <= record["observed_al"] <= high and record["tolerance"] == pytest.approx((high - low) / 2)
+    assert record["expected_al"] == pytest.approx(2.6) and record["false_alarm"] == 1e-6
+    evidence = record["evidence"]
+    assert evidence["records"] == 120 * 32 and evidence["steps"] == 120 and evidence["requests"] == 32
+    assert evidence["setting"] == "synthetic_acceptance_length=2.6" and len(evidence["sha256"]) == 64
+    assert [c["name"] for c in evidence["checks"]] == ["lengths", "requests draw their own", "mean", "distribution"]
+    assert f"observed AL {record['observed_al']:.4f}" in out
+
+
+def test_a_log_from_stdin_is_read(capsys, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    data = write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3).read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, _ = observe(capsys, "-", "sglang", 2.6, 3)
+    assert code == 0 and out.startswith("<stdin>: 3840 records, 120 steps, 32 requests")
+
+
+def test_the_page_shows_the_verdict_and_opens_with_its_plots(capsys, tmp_path):
+    page = tmp_path / "v.html"
+    code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3), "vllm", 2.6, 3,
+                           "--html", str(page))
+    parsed = Page(page.read_text())
+    assert code == 1 and parsed.title.endswith("does not match the law of vLLM at AL 2.6, K = 3")
+    assert len(parsed.images) == 1 and out.strip() in "".join(parsed.text)
+    screenshot(page, tmp_path / "shot.png")
+    assert red_pixels(tmp_path / "shot.png") > 1000
+
+
+GOOD = '{"step": 0, "request": 0, "accept_length": 2}\n'
+BAD_LOGS = [  # (the log's text, what the error says)
+    (GOOD + '{"step": 0, "request": 1, "accept_len', "run.jsonl:2: not JSON at column 27 (Unterminated string "
+                                                   "starting at): a truncated last line?"),
+    (GOOD + "{'step': 1}\n" + GOOD, "run.jsonl:2: not JSON at column 2 (Expecting property name enclosed in "
+                                       "double quotes)"),
+    (GOOD + "[1, 2, 3]\n", "run.jsonl:2: a JSON list, but should be an object with step, request, accept_length"),
+    (GOOD + '{"step": 1, "request": 0}\n', "run.jsonl:2: no 'accept_length' field"),
+    ('{"request": 0, "accept_length": 2}\n', "run.jsonl:1: no 'step' field"),
+    (GOOD + '{"step": 1, "request": 0, "accept_length": 2.0}\n', "run.jsonl:2: accept_length=2.0, but should be an "
+                                                                 "integer"),
+    (GOOD + '{"step": 1, "request": 0, "accept_length": true}\n', "run.jsonl:2: accept_length=true, but should be"),
+    (GOOD + '{"step": "1", "request": 0, "accept_length": 2}\n', 'run.jsonl:2: step="1", but should be an integer'),
+    (GOOD + '{"step": 1, "request": null, "accept_length": 2}\n', "run.jsonl:2: request=null, but should be an "
+                                                                  "integer or a string"),
+    (GOOD + GOOD, "run.jsonl:2: request 0 twice in step 0 (first on line 1)"),
+    (GOOD + '{"step": 2, "request": 0, "accept_length": 2}\n', "run.jsonl: step 1 has no request (the log's steps "
+                                                               "run from 0 to 2"),
+    ("\n  \n", "run.jsonl: no records"),
+]
+
+
+@pytest.mark.parametrize("text, said", BAD_LOGS, ids=[said.split(": ", 1)[1][:40] for _, said in BAD_LOGS])
+def test_an_unreadable_log_is_a_usage_error_that_names_its_line_and_writes_nothing(capsys, tmp_path, text, said):
+    log = tmp_path / "run.jsonl"
+    log.write_text(text)
+    code, out, err = observe(capsys, log, "vllm", 2.6, 3, "--json", str(tmp_path / "v.json"), "--html",
+                             str(tmp_path / "v.html"))
+    assert code == 2 and out == "" and said in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--engine", "trtllm-two-model", "--length", "2.6"],
+     "TensorRT-LLM two-model cannot take AL 2.6: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=1.6 is not an integer"),
+    (["--engine", "vllm", "--length", "5"], "vLLM cannot take AL 5: synthetic_acceptance_length=5 is refused"),
+    (["--engine", "vllm", "--length", "2.6", "--json", "no/such/folder/v.json"], "no such folder no/such/folder"),
+])
+def test_an_al_the_engine_cannot_take_or_a_missing_folder_is_a_usage_error(capsys, tmp_path, argv, said):
+    log = write_log(tmp_path / "run.jsonl", "vllm", 2.6, 3, steps=2, batch=2)
+    code = cli.main(["observe", str(log), "--steps", "3", *argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and said in err, err
+
+
+def test_a_log_that_is_not_utf8_or_not_there_is_a_usage_error(capsys, tmp_path):
+    (tmp_path / "run.jsonl").write_bytes(GOOD.encode() + b"\xff\n")
+    code, _, err = observe(capsys, tmp_path / "run.jsonl", "vllm", 2.6, 3)
+    assert code == 2 and "run.jsonl: not UTF-8 text (byte 46)" in err
+    code, _, err = observe(capsys, tmp_path / "missing.jsonl", "vllm", 2.6, 3)
+    assert code == 2 and "missing.jsonl: No such file or directory" in err
+
+
+def test_an_unknown_engine_is_a_usage_error(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["observe", "x.jsonl", "--engine", "tgi", "--length", "2", "--steps", "3"])
+    assert exit_.value.code == 2 and "invalid choice: 'tgi'" in capsys.readouterr().err
