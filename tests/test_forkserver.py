@@ -1,0 +1,117 @@
+"""The fork server: a forked process is what ``python ARGS`` would have been to whoever started
+its client (arguments, environment, working directory, standard streams, exit status, the
+signal that ended it, the process group), and a command leaves no process behind.
+
+The servers here import nothing, so each test costs a Python start-up, not torch's import."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from simacc.harness.processes import forkserver
+
+pytestmark = pytest.mark.skipif(not forkserver.available(), reason="no fork server here (Linux with fork only)")
+
+
+@pytest.fixture
+def server():
+    started = forkserver.Server(())
+    yield started
+    started.close()
+
+
+def run(server, *args, **kwargs):
+    return subprocess.run(forkserver.command(list(args), server.address), capture_output=True, text=True, **kwargs)
+
+
+def test_a_forked_process_runs_its_arguments_in_its_clients_folder_environment_and_streams(server, tmp_path):
+    code = "import os, sys; print(sys.argv[1:], os.getcwd(), os.environ['ASKED']); print('err', file=sys.stderr); sys.exit(3)"
+    done = run(server, "-c", code, "a", "b", cwd=tmp_path, env={**os.environ, "ASKED": "yes"})
+    assert (done.returncode, done.stdout, done.stderr) == (3, f"['a', 'b'] {tmp_path} yes\n", "err\n")
+
+
+def test_a_module_runs_as_main_with_the_working_folder_first_on_its_path(server, tmp_path):
+    (tmp_path / "here.py").write_text("import sys\nif __name__ == '__main__':\n    print(sys.path[0])\n")
+    done = run(server, "-m", "here", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"{tmp_path}\n"), done.stderr
+
+
+def test_the_client_ends_by_the_signal_that_ended_the_forked_process(server):
+    done = run(server, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert done.returncode == -signal.SIGSEGV
+
+
+def test_the_client_passes_sigterm_on_and_the_forked_process_joins_its_group(server, tmp_path):
+    code = "import os, time; print(os.getpgrp(), os.getpid(), flush=True); time.sleep(60)"
+    client = subprocess.Popen(forkserver.command(["-c", code], server.address), stdout=subprocess.PIPE, text=True,
+                              preexec_fn=os.setpgrp)
+    group, pid = map(int, client.stdout.readline().split())
+    assert group == client.pid and pid != client.pid  # forked elsewhere, in the client's group
+    client.terminate()
+    assert client.wait(30) == -signal.SIGTERM
+    assert _gone(pid)
+
+
+def test_a_killed_client_takes_its_forked_process_with_it(server):
+    client = subprocess.Popen(forkserver.command(["-c", "import os, time; print(os.getpid(), flush=True); "
+                                                  "time.sleep(60)"], server.address), stdout=subprocess.PIPE, text=True)
+    pid = int(client.stdout.readline())
+    client.kill()
+    client.wait(30)
+    assert _gone(pid)
+
+
+def test_without_a_server_the_client_becomes_python_itself(tmp_path):
+    command = forkserver.command(["-c", "import sys; sys.exit(7)"], str(tmp_path / "nobody-listens"))
+    start = time.monotonic()
+    done = subprocess.run(command, env={**os.environ}, timeout=120)
+    assert done.returncode == 7 and time.monotonic() - start < 60
+
+
+def test_closing_the_server_ends_and_reaps_what_it_forked_and_what_they_left():
+    server = forkserver.Server(())
+    code = ("import os, subprocess, sys, time; orphan = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(0.5)']); print(os.getpid(), orphan.pid, flush=True); os._exit(0)")
+    done = subprocess.run(forkserver.command(["-c", code], server.address), capture_output=True, text=True)
+    forked, orphan = map(int, done.stdout.split())
+    server.close()
+    assert _gone(forked) and _gone(orphan)
+
+
+def test_a_check_leaves_no_process_behind(tmp_path):
+    """Run as a program, a check ends its sessions, its workers, their zygotes and ranks, and its
+    servers, each waited for: nothing of its group is left, running or ``<defunct>``."""
+    check = subprocess.Popen([sys.executable, "-m", "simacc", "check", "simacc:generate_simulated_accept_index",
+                              "--property", "ranks_agree_given_the_same_inputs_and_seed", "--max-examples", "2",
+                              "-q"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=os.setpgrp)
+    out, _ = check.communicate(timeout=300)
+    assert check.returncode == 0, out
+    assert _group(check.pid) == [], out
+
+
+def _group(pgid):
+    """The processes of process group ``pgid`` (read from /proc), with their states."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                found.append((int(entry), fields[0]))
+    return found
+
+
+def _gone(pid, patience=10.0):
+    """Whether process ``pid`` has ended and been reaped (no longer in /proc) within ``patience`` s."""
+    deadline = time.monotonic() + patience
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not os.path.exists(f"/proc/{pid}")
