@@ -23,6 +23,8 @@ MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and th
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
 GREEDY = ("greedy", "random", "mixed")
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
+REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
+FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
 UNIFORMS = ("random", "edges")  # edges: exactly the rate (rejects), just below it (accepts), 0
 SEEDED = ("none", "some", "all")  # V1: which requests have generators of their own
 
@@ -265,8 +267,9 @@ def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
     uniforms and rejection tokens, and no, some or every request seeded. ``masked``: logits
-    that refuse tokens (-inf), some drafts among them, placed as the placeholders are (§15.4).
-    Shrinks toward B=1, K=1, rates of 0, greedy rows, none seeded, no draft refused."""
+    that refuse tokens (-inf, §15.4), each request's first, middle or last draft among them or
+    about one in four, and every request or some with drafts. Shrinks toward B=1, K=1, rates
+    of 0, greedy rows, none seeded (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
     if min_bs < 1:
@@ -279,7 +282,7 @@ def _v1_cases(draw, batch_sizes, ks, rate, masked):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
-    counts_mode = draw(_mode(COUNTS), label="counts")
+    counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     seeded = draw(_mode(SEEDED), label="seeded")
@@ -298,7 +301,7 @@ def _v1_cases(draw, batch_sizes, ks, rate, masked):
     bonus = torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)
     is_greedy = _greedy(gen, greedy, rows)
     if masked:  # drawn last: the rest of the batch is the one an unmasked case of this seed holds
-        refused = _refused(gen, drafts, counts, draw(_mode(PLACEHOLDERS), label="refused"))
+        refused = _refused(gen, drafts, counts, draw(_mode(REFUSED), label="refused"))
         logits = _refuse(gen, logits, drafts.to(torch.int64), refused)
     return V1Case(
         draft_token_ids=TensorArg(drafts),
@@ -318,7 +321,7 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
     request, distinct int64 seeds (vLLM draws one per request from the whole range).
     ``masked``: logits that refuse tokens (-inf), as :func:`v1_cases`. Shrinks toward R=1,
-    K=1, rates of 0, greedy rows, no draft refused."""
+    K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
     return _v2_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate, masked)
@@ -329,7 +332,7 @@ def _v2_cases(draw, batch_sizes, ks, rate, masked):
     rows = draw(batch_sizes, label="R")
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
-    counts_mode = draw(_mode(COUNTS), label="counts")
+    counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     vocab = draw(_VOCABS, label="vocab")
@@ -350,7 +353,7 @@ def _v2_cases(draw, batch_sizes, ks, rate, masked):
     temperature = torch.where(_greedy(gen, greedy, rows), 0.0, 1.0)
     if masked:  # drawn last, as in V1's
         refused = torch.zeros(logits, dtype=torch.bool)
-        refused[is_draft] = _refused(gen, sampled[is_draft], counts, draw(_mode(PLACEHOLDERS), label="refused"))
+        refused[is_draft] = _refused(gen, sampled[is_draft], counts, draw(_mode(REFUSED), label="refused"))
         row_draft = torch.where(is_draft, sampled, -1).roll(-1)  # the row before a draft verifies it
         target = _refuse(gen, target, row_draft, refused.roll(-1))
     return V2Case(

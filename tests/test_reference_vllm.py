@@ -676,7 +676,7 @@ def test_vllm_v2_never_accepts_a_placeholder(glue, drafts, expected, greedy):
 def test_vllm_accepts_a_refused_draft_only_where_its_runner_leaves_it_in(glue, greedy):
     """The refused draft at rates 1: 0.33's runner makes it -1 (the glue's grammar step), so it
     is rejected; 0.34's runner does not, and V2's synthetic branch accepts and emits it
-    (docs/vllm-refused-drafts.md). Fails when a version changes either."""
+    (docs/findings/vllm-0.34.0-refused-drafts.md). Fails when a version changes either."""
     sampled, num_sampled = glue.v2_synthetic_rejection_sample(**refused_batch(greedy))
     tokens = sampled[0, : int(num_sampled[0])].tolist()
     if glue.find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is not None:

@@ -81,9 +81,8 @@ def find(layout, name):
             return found
     if call.optional:
         return None
-    raise NotInThisVersion(f"vLLM {version()} has no {name} (looked in {', '.join(call.modules)}): its layout "
-                           f"{layout} describes vLLM 0.33 and earlier" if V1_SAMPLER in call.modules else
-                           f"vLLM {version()} has no {name} (looked in {', '.join(call.modules)})")
+    said = f"vLLM {version()} has no {name} (looked in {', '.join(call.modules)})"
+    raise NotInThisVersion(said + ("; the V1 layouts describe vLLM 0.33 and earlier" if layout.startswith("v1_") else ""))
 
 
 def unavailable():
