@@ -5,7 +5,8 @@ output, exact, given its uniforms.
 A request emits its accepted drafts verbatim, then exactly one more token: the target's on
 a rejection (its argmax for a greedy request, the recovered token for a sampling one, never
 the rejected draft, never -1), the bonus after a full acceptance. No placeholder is accepted,
-nor anything after one. V2's ``sampled`` past ``num_sampled`` is never read.
+nor anything after one, and in the samplers no token is emitted where the target's logit is
+-inf (§15.4). V2's ``sampled`` past ``num_sampled`` is never read.
 """
 
 import torch
@@ -95,6 +96,23 @@ def test_vllm_a_full_acceptance_emits_the_bonus(simacc, case):
             check(got == req.bonus, req.bonus_role(), got, req.bonus, case)
         else:
             check(0 <= got < req.vocab, req.bonus_role(), got, f"a token of the vocabulary [0, {req.vocab})", case)
+
+
+@claim("vllm_v1", "vllm_v2", case=vllm.cases_for_impl(masked=True, rate=1.0))
+def test_vllm_a_token_the_target_forbids_is_never_emitted(simacc, case):
+    """Every token is one the target allows where it is emitted (a processed logit above -inf): a draft a grammar's mask refuses is never accepted, in synthetic mode too (§15.4).
+
+    Rates of 1, so that every walk reaches the first draft its target refuses."""
+    logits = case.target_logits.values
+    for req, tokens in vllm.walked(case, simacc.run(case)):
+        for j, (token, row) in enumerate(zip(tokens, req.rows)):
+            if row is None:
+                continue  # V1's bonus: given, not sampled from a logit here
+            allowed = 0 <= token < logits.shape[1] and float(logits[row, token]) > -torch.inf
+            role = (f"request {req.index}'s token {j} (draft {j}, accepted)" if j < len(tokens) - 1
+                    else req.rejection_role(j) if j < len(req.drafts) else req.bonus_role())
+            check(allowed, role, token, f"a token target_logits[{row}] allows"
+                  + (f" (target_logits[{row}, {token}] is -inf)" if 0 <= token < logits.shape[1] else ""), case)
 
 
 @claim(*LAYOUTS, case=vllm.cases_for_impl(rate=1.0))

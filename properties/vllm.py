@@ -26,7 +26,7 @@ class Request:
     emits after ``a`` accepted drafts: ``rejection[a]`` on a rejection there, ``bonus`` after
     all of them; None where only the law fixes the token (a sampling request of a sampler),
     which must then be a token of the vocabulary of ``vocab`` (None: unknown) and never the
-    rejected draft."""
+    rejected draft; ``rows``, the row of ``target_logits`` each of its tokens is emitted at."""
 
     index: int
     drafts: tuple
@@ -35,6 +35,7 @@ class Request:
     bonus: int | None
     vocab: int | None
     kind: str  # the case type's name: what the messages call the token's source
+    rows: tuple = ()  # the target logit each token 0..n is emitted at (None: the layout passes none)
 
     @property
     def real(self):
@@ -70,7 +71,7 @@ def requests(case):
             start = starts[r]
             known = [argmax[start + i] if greedy[r] else None for i in range(n + 1)]  # logit i verifies draft i
             found.append(Request(r, tuple(sampled[start + 1 : start + 1 + n]), greedy[r], tuple(known[:n]), known[n],
-                                 logits.shape[1], kind))
+                                 logits.shape[1], kind, tuple(range(start, start + n + 1))))
         return found
     drafts, bonus = case.draft_token_ids.values.tolist(), case.bonus_token_ids.values[:, 0].tolist()
     if kind == "DecisionCase":
@@ -83,8 +84,9 @@ def requests(case):
         vocab = case.target_logits.values.shape[1]
     start = 0
     for r, n in enumerate(case.counts):
+        rows = (*range(start, start + n), None) if vocab is not None else ()  # V1's bonus is given, not a logit's
         found.append(Request(r, tuple(drafts[start : start + n]), greedy[r], tuple(rejection[start : start + n]),
-                             bonus[r], vocab, kind))
+                             bonus[r], vocab, kind, rows))
         start += n
     return found
 

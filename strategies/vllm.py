@@ -23,6 +23,8 @@ MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and th
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
 GREEDY = ("greedy", "random", "mixed")
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
+REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
+FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
 UNIFORMS = ("random", "edges")  # edges: exactly the rate (rejects), just below it (accepts), 0
 SEEDED = ("none", "some", "all")  # V1: which requests have generators of their own
 
@@ -162,6 +164,27 @@ def _greedy(gen, mode, rows):
     return torch.rand(rows, generator=gen) < 0.5
 
 
+def _refuse(gen, logits, row_draft, refused):
+    """``logits`` masked as a grammar's bitmask writes it (-inf, §15.4): about half of the
+    tokens of about half of the rows, then each row's draft (``row_draft``, -1 where the row
+    verifies none) refused where ``refused`` says and allowed elsewhere, and one other token
+    of every row allowed, so that a rejection has a token to emit."""
+    rows, vocab = logits.shape
+    mask = (torch.rand(rows, generator=gen) < 0.5)[:, None] & (torch.rand((rows, vocab), generator=gen) < 0.5)
+    at = torch.arange(rows)
+    has = row_draft >= 0
+    mask[at[has], row_draft[has]] = refused[has]
+    keep = torch.randint(0, vocab - 1, (rows,), generator=gen)
+    mask[at, torch.where(has & (keep >= row_draft), keep + 1, keep)] = False
+    return logits.masked_fill(mask, -torch.inf)
+
+
+def _refused(gen, drafts, counts, mode):
+    """Which of the flat ``drafts`` the target refuses: each request's first, middle or last
+    draft, or about one in four, as the placeholders go (never a placeholder itself)."""
+    return (_place_holes(gen, drafts, counts, mode) == -1) & (drafts >= 0)
+
+
 _BELOW_ONE = float(torch.nextafter(torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)))
 
 
@@ -239,25 +262,27 @@ def _decision_cases(draw, batch_sizes, ks, rate):
 _VOCABS = st.sampled_from((16, 2, 5, 64))  # sampler cases carry (tokens, V) logits: small vocabularies
 
 
-def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     """Arguments of V1's sampler (:class:`~simacc.harness.model.cases.V1Case`), at least one request
     (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
-    uniforms and rejection tokens, and no, some or every request seeded. Shrinks toward B=1,
-    K=1, rates of 0, greedy rows, none seeded."""
+    uniforms and rejection tokens, and no, some or every request seeded. ``masked``: logits
+    that refuse tokens (-inf, §15.4), each request's first, middle or last draft among them or
+    about one in four, and every request or some with drafts. Shrinks toward B=1, K=1, rates
+    of 0, greedy rows, none seeded (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
     if min_bs < 1:
         raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
-    return _v1_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
+    return _v1_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate, masked)
 
 
 @st.composite
-def _v1_cases(draw, batch_sizes, ks, rate):
+def _v1_cases(draw, batch_sizes, ks, rate, masked):
     rows = draw(batch_sizes, label="B")
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
-    counts_mode = draw(_mode(COUNTS), label="counts")
+    counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     seeded = draw(_mode(SEEDED), label="seeded")
@@ -271,35 +296,43 @@ def _v1_cases(draw, batch_sizes, ks, rate):
     generator_seeds = torch.full((rows,), -1, dtype=torch.int64)
     for r in chosen[seeded]:
         generator_seeds[r] = seed + 1 + r
+    drafts = _place_holes(gen, drafts, counts, holes)
+    logits = torch.randn((tokens, vocab), generator=gen)
+    bonus = torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)
+    is_greedy = _greedy(gen, greedy, rows)
+    if masked:  # drawn last: the rest of the batch is the one an unmasked case of this seed holds
+        refused = _refused(gen, drafts, counts, draw(_mode(REFUSED), label="refused"))
+        logits = _refuse(gen, logits, drafts.to(torch.int64), refused)
     return V1Case(
-        draft_token_ids=TensorArg(_place_holes(gen, drafts, counts, holes)),
+        draft_token_ids=TensorArg(drafts),
         num_draft_tokens=_counts_arg(counts),
-        target_logits=TensorArg(torch.randn((tokens, vocab), generator=gen)),
-        bonus_token_ids=TensorArg(torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)),
-        is_greedy=TensorArg(_greedy(gen, greedy, rows)),
+        target_logits=TensorArg(logits),
+        bonus_token_ids=TensorArg(bonus),
+        is_greedy=TensorArg(is_greedy),
         generator_seeds=TensorArg(generator_seeds),
         synthetic_conditional_rates=TensorArg(conditional),
         seed=seed,
     )
 
 
-def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     """Arguments of V2's sampler (:class:`~simacc.harness.model.cases.V2Case`): ``R`` requests of
     0..K drafts (``n + 1`` logits each, the drafts one place after their logit), placeholders
     and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
-    request, distinct int64 seeds (vLLM draws one per request from the whole range). Shrinks
-    toward R=1, K=1, rates of 0, greedy rows."""
+    request, distinct int64 seeds (vLLM draws one per request from the whole range).
+    ``masked``: logits that refuse tokens (-inf), as :func:`v1_cases`. Shrinks toward R=1,
+    K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
-    return _v2_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
+    return _v2_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate, masked)
 
 
 @st.composite
-def _v2_cases(draw, batch_sizes, ks, rate):
+def _v2_cases(draw, batch_sizes, ks, rate, masked):
     rows = draw(batch_sizes, label="R")
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
-    counts_mode = draw(_mode(COUNTS), label="counts")
+    counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     vocab = draw(_VOCABS, label="vocab")
@@ -316,12 +349,19 @@ def _v2_cases(draw, batch_sizes, ks, rate):
     sampled[is_draft] = _place_holes(gen, sampled[is_draft], counts, holes)
     starts = torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
     seeds = torch.randint(-(2**62), 2**62, (rows,), generator=gen, dtype=torch.int64)  # distinct but 1 in 1e11
+    target = torch.randn((logits, vocab), generator=gen)
+    temperature = torch.where(_greedy(gen, greedy, rows), 0.0, 1.0)
+    if masked:  # drawn last, as in V1's
+        refused = torch.zeros(logits, dtype=torch.bool)
+        refused[is_draft] = _refused(gen, sampled[is_draft], counts, draw(_mode(REFUSED), label="refused"))
+        row_draft = torch.where(is_draft, sampled, -1).roll(-1)  # the row before a draft verifies it
+        target = _refuse(gen, target, row_draft, refused.roll(-1))
     return V2Case(
-        target_logits=TensorArg(torch.randn((logits, vocab), generator=gen)),
+        target_logits=TensorArg(target),
         draft_sampled=TensorArg(sampled),
         cu_num_logits=TensorArg(cu),
         pos=TensorArg(starts[owner] + local),
-        temperature=TensorArg(torch.where(_greedy(gen, greedy, rows), 0.0, 1.0)),
+        temperature=TensorArg(temperature),
         request_seeds=TensorArg(seeds),
         num_speculative_steps=k,
         synthetic_conditional_rates=TensorArg(conditional),

@@ -1,7 +1,8 @@
 """Self-tests of the vLLM references (CONTRACT.md §13-§18): hand-computed cases (vLLM's own
 among them), properties against a per-request loop written from the contract's prose, the
-law by seeded statistical tests, and, marked ``vllm``, the references against vLLM 0.33.0's
-own V1 and V2 code where it is importable (docs/vllm.md says how; CI skips them).
+law by seeded statistical tests, and, marked ``vllm``, the references against vLLM's own V1
+and V2 code where it is importable (0.33.0; 0.34.0, which has V2 only: docs/vllm.md says how;
+CI skips them).
 
 Every statistical test uses a fixed seed and a bound whose false-alarm rate is at most
 1e-6 (DKW: ``P(sup |F_emp - F| > eps) <= 2 exp(-2 N eps^2)``): a correct reference fails
@@ -176,6 +177,33 @@ PLACEHOLDER_CASES = [  # id, drafts, expected (rates 1: every real draft is acce
 def test_a_placeholder_is_never_accepted_and_ends_the_walk(drafts, expected):
     out = decide([3], drafts, [0.0, 0.0, 0.0], [1, 1, 1])
     assert_tensor("out", out, i32(expected))
+
+
+def refused_batch(greedy):
+    """One request, drafts [2, 5] at rates 1, draft 5 refused (-inf) by the logit that
+    verifies it, whose argmax is 3; the bonus logit allows everything (vLLM 0.34's rows after a
+    refused draft are permissive)."""
+    logits = torch.full((3, 8), -1.0)
+    logits[0, 2] = logits[1, 3] = logits[2, 5] = 4.0
+    logits[1, 5] = -torch.inf
+    return dict(target_logits=logits, draft_sampled=i64([0, 2, 5]), cu_num_logits=i32([0, 3]), pos=i64([9, 10, 11]),
+                temperature=torch.tensor([0.0 if greedy else 1.0]), seed=i64([4]), num_speculative_steps=2,
+                synthetic_conditional_rates=torch.ones(2))
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_a_draft_the_target_refuses_is_never_accepted_and_its_place_emits_an_allowed_token(greedy):
+    """§15.4 in both samplers' references: rates 1 accept draft 2, then draft 5 is rejected;
+    a greedy request emits the argmax there (3), a random one a token its logit allows."""
+    sampled, num_sampled = ref2.synthetic_rejection_sample_v2(**refused_batch(greedy))
+    tokens = sampled[0, : int(num_sampled[0])].tolist()
+    assert tokens[0] == 2 and len(tokens) == 2 and (tokens[1] == 3 if greedy else tokens[1] not in (5,))
+    v2 = refused_batch(greedy)
+    out = ref.synthetic_rejection_sample(
+        draft_token_ids=i32([2, 5]), num_draft_tokens=[2], target_logits=v2["target_logits"][:2],
+        bonus_token_ids=i64([[6]]), is_greedy=torch.tensor([greedy]), generators={},
+        synthetic_conditional_rates=torch.ones(2))
+    assert out[0, 0] == 2 and out[0, 2] == -1 and (out[0, 1] == 3 if greedy else out[0, 1] != 5)
 
 
 def test_a_placeholder_of_a_random_row_emits_the_recovered_token():
@@ -558,21 +586,27 @@ def test_vllm_converts_the_hand_computed_rates(glue, rates, expected):
                   torch.tensor(expected, dtype=torch.float64).to(torch.float32))
 
 
+@pytest.fixture(scope="module")
+def v1_glue(glue):
+    """The glue where the version on the path has V1's sampler (0.33 and earlier)."""
+    try:
+        glue.find("v1_synthetic_rejection_sample", "rejection_sample")
+    except glue.NotInThisVersion as gone:
+        pytest.skip(str(gone))
+    return glue
+
+
 @pytest.mark.vllm
 @VLLM_EXAMPLES
 @given(batch=sv.decision_cases(max_bs=300))
-def test_vllm_v1_kernels_equal_the_decision_given_the_same_uniforms(glue, batch):
+def test_vllm_v1_kernels_equal_the_decision_given_the_same_uniforms(v1_glue, batch):
     kwargs = batch.args("cpu")
-    assert_tensor("out", glue.v1_synthetic_accept(**kwargs), ref.synthetic_accept(**kwargs))
+    assert_tensor("out", v1_glue.v1_synthetic_accept(**kwargs), ref.synthetic_accept(**kwargs))
 
 
-@pytest.mark.vllm
-@VLLM_EXAMPLES
-@given(batch=sv.v1_cases(min_bs=1, max_bs=300))
-def test_vllm_v1_sampler_equals_the_reference_draw_for_draw(glue, batch):
-    """The same default-generator seed, the same per-request generators: the same bytes,
-    the same generator states after (§16.2). vLLM never samples an empty batch, and V1's
-    ``rejection_sample`` fails an assertion on one (both ``all_greedy`` and ``all_random``)."""
+def same_draws(glue, batch):
+    """V1's sampler and the reference from the same default-generator seed and per-request
+    generators: the same bytes, the same generator states after (§16.2)."""
     torch.manual_seed(batch.seed)
     theirs_kwargs = batch.args("cpu")
     theirs = glue.v1_synthetic_rejection_sample(**theirs_kwargs)
@@ -587,16 +621,45 @@ def test_vllm_v1_sampler_equals_the_reference_draw_for_draw(glue, batch):
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("drafts, expected", [c[1:] for c in PLACEHOLDER_CASES], ids=[c[0] for c in PLACEHOLDER_CASES])
+@VLLM_EXAMPLES
+@given(batch=sv.v1_cases(min_bs=1, max_bs=300))
+def test_vllm_v1_sampler_equals_the_reference_draw_for_draw(v1_glue, batch):
+    """vLLM never samples an empty batch, and V1's ``rejection_sample`` fails an assertion on
+    one (both ``all_greedy`` and ``all_random``)."""
+    same_draws(v1_glue, batch)
+
+
+@pytest.mark.vllm
+@VLLM_EXAMPLES
+@given(batch=sv.v1_cases(min_bs=1, max_bs=300, masked=True))
+def test_vllm_v1_sampler_after_its_schedulers_grammar_check_equals_the_reference(v1_glue, batch):
+    """Logits that refuse tokens (§15.4): the glue's scheduler step (refused drafts -1) and
+    the reference's walk that never accepts a refused draft agree draw for draw."""
+    same_draws(v1_glue, batch)
+
+
+PLACEHOLDERS_AT_RATES_OF_ONE = pytest.mark.parametrize(
+    "drafts, expected", [c[1:] for c in PLACEHOLDER_CASES], ids=[c[0] for c in PLACEHOLDER_CASES])
+
+
+@pytest.mark.vllm
+@PLACEHOLDERS_AT_RATES_OF_ONE
 @pytest.mark.parametrize("greedy", [True, False])
-def test_vllm_never_accepts_a_placeholder(glue, drafts, expected, greedy):
-    """vLLM #46533 in both layouts: rates 1, a -1 first, in the middle, last or everywhere.
-    V2 samples a random request's token from the logits, which put all but 2e-7 of the mass
-    on the token V1 is given (its seed is fixed, so the outcome is too)."""
+def test_vllm_v1_never_accepts_a_placeholder(v1_glue, drafts, expected, greedy):
+    """vLLM #46533: rates 1, a -1 first, in the middle, last or everywhere."""
     kwargs = dict(draft_token_ids=i32(drafts), num_draft_tokens=[3], uniform_probs=torch.zeros(3, dtype=torch.float64),
                   synthetic_conditional_rates=torch.ones(3), target_argmax=i64([70, 71, 72]),
                   recovered_token_ids=i32([70, 71, 72]), bonus_token_ids=i64([[50]]), is_greedy=torch.tensor([greedy]))
-    assert_tensor("V1", glue.v1_synthetic_accept(**kwargs), i32(expected))
+    assert_tensor("V1", v1_glue.v1_synthetic_accept(**kwargs), i32(expected))
+
+
+@pytest.mark.vllm
+@PLACEHOLDERS_AT_RATES_OF_ONE
+@pytest.mark.parametrize("greedy", [True, False])
+def test_vllm_v2_never_accepts_a_placeholder(glue, drafts, expected, greedy):
+    """V1's cases in V2's layout. V2 samples a random request's token from the logits, which
+    put all but 2e-7 of the mass on the token V1 is given (its seed is fixed, so the outcome
+    is too)."""
     logits = torch.full((4, 80), -10.0)
     logits[torch.arange(3), torch.tensor([70, 71, 72])] = 10.0  # the argmax, and nearly all of the mass
     logits[3, 50] = 10.0
@@ -606,6 +669,20 @@ def test_vllm_never_accepts_a_placeholder(glue, drafts, expected, greedy):
         synthetic_conditional_rates=torch.ones(3))
     tokens = [t for t in expected[0] if t != -1]
     assert int(num_sampled[0]) == len(tokens) and sampled[0, : len(tokens)].tolist() == tokens
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("greedy", [True, False])
+def test_vllm_accepts_a_refused_draft_only_where_its_runner_leaves_it_in(glue, greedy):
+    """The refused draft at rates 1: 0.33's runner makes it -1 (the glue's grammar step), so it
+    is rejected; 0.34's runner does not, and V2's synthetic branch accepts and emits it
+    (docs/findings/vllm-0.34.0-refused-drafts.md). Fails when a version changes either."""
+    sampled, num_sampled = glue.v2_synthetic_rejection_sample(**refused_batch(greedy))
+    tokens = sampled[0, : int(num_sampled[0])].tolist()
+    if glue.find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is not None:
+        assert tokens[:1] == [2] and len(tokens) == 2 and tokens[1] != 5, tokens
+    else:
+        assert tokens == [2, 5, 5], tokens  # the bonus from the permissive last logit
 
 
 @pytest.mark.vllm

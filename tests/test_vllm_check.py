@@ -3,10 +3,12 @@ from its keyword names; ``simacc check`` finds a reference conformant and a muta
 replay command that ``simacc repro`` reproduces; ``--list`` names the properties; the pytest
 plugin runs them.
 
-Marked ``vllm``: vLLM 0.33.0's own code, through the glue of :mod:`simacc.contract.vllm_glue`
-(the glue docs/vllm.md gives), checked by ``simacc check`` in a process of its own: conformant as
-shipped, not conformant with one line of its synthetic path wrong (a patched copy of the file
-in a tree of links to the rest). Skipped with the reason where vLLM is not importable.
+Marked ``vllm``: vLLM's own code (0.33.0 or 0.34.0, whichever is on the path), through the glue
+of :mod:`simacc.contract.vllm_glue` (the glue docs/vllm.md gives), checked by ``simacc check``
+in a process of its own: failing as shipped only what it is known to (0.34.0's V2 accepts a
+draft its grammar refuses), not conformant with one line of its synthetic path wrong (a
+patched copy of the file in a tree of links to the rest). Skipped with the reason where vLLM
+is not importable, or where the version has no such layout or file.
 """
 
 import importlib.util
@@ -56,12 +58,12 @@ def test_each_layout_is_inferred_from_its_keyword_names(contract, monkeypatch):
 
 @pytest.mark.parametrize("strategy", [sv.synthetic_settings(), sv.bad_settings("knobs"), sv.bad_settings("range"),
                                       sv.conversion_cases(), sv.decision_cases(max_bs=8), sv.v1_cases(max_bs=8),
-                                      sv.v2_cases(max_bs=8), sd.dspark_length_cases(),
+                                      sv.v2_cases(max_bs=8), sv.v2_cases(max_bs=8, masked=True), sd.dspark_length_cases(),
                                       sd.dspark_bonus_cases(max_bs=2, max_rows=2), sd.dspark_accept_cases(max_bs=8)],
                          ids=lambda s: repr(s)[:30])
 def test_each_case_type_round_trips_through_a_repro_file(strategy):
-    """float64 values (edge uniforms a float64 apart), NaN rates and a knob left out (null) included; DSpark's
-    cases too (a vocabulary of thousands: small batches)."""
+    """float64 values (edge uniforms a float64 apart), NaN rates, -inf logits and a knob left out (null) included;
+    DSpark's cases too (a vocabulary of thousands: small batches)."""
 
     def round_trip(case):
         contract = next(c.name for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__)
@@ -143,15 +145,35 @@ def check_vllm(tmp_path, glue, *, examples, pythonpath=None, properties=()):
     return done.returncode, json.loads((tmp_path / "v.json").read_text()), done.stdout + done.stderr
 
 
+def in_this_version(glue):
+    """Skip where the vLLM on the path lacks the layout (0.34.0 removed V1's)."""
+    try:
+        for call in vllm_glue.CALLS[glue]:
+            vllm_glue.find(glue, call.name)
+    except vllm_glue.NotInThisVersion as gone:
+        pytest.skip(str(gone))
+
+
+def known_to_fail(contract):
+    """What vLLM fails as shipped: from 0.34.0 on, V2's runner leaves a draft its grammar refuses
+    in, and the synthetic branch accepts it (docs/findings/vllm-0.34.0-refused-drafts.md)."""
+    cut = vllm_glue.find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is not None
+    return [] if contract != "vllm_v2" or cut else ["vllm_a_token_the_target_forbids_is_never_emitted"]
+
+
 @pytest.mark.vllm
 @needs_vllm
 @pytest.mark.parametrize("contract", list(LAYOUTS))
-def test_vllm_as_shipped_is_conformant(contract, tmp_path):
+def test_vllm_as_shipped_fails_only_what_it_is_known_to(contract, tmp_path):
+    in_this_version(LAYOUTS[contract][1])
     code, data, out = check_vllm(tmp_path, LAYOUTS[contract][1], examples=AS_SHIPPED)
-    assert code == 0 and data["header"]["contract"] == contract, out[-3000:]
+    failed = [r["id"].split("[")[0] for r in data["results"] if r["status"] == "FAIL"]
+    assert data["header"]["contract"] == contract and failed == known_to_fail(contract), out[-3000:]
+    assert code == (1 if failed else 0), out[-3000:]
 
 
-# one line of vLLM 0.33.0's synthetic path made wrong: (file, the line as shipped, the line instead, layout, property)
+# one line of vLLM's synthetic path made wrong: (file, or the files it has moved through, the line as shipped, the
+# line instead, layout, property); a version without the file skips it
 WRONG_LINES = {
     "V1's greedy kernel accepts a placeholder": (
         "vllm/v1/sample/rejection_sampler.py", "accepted = (uniform_prob < rate) and draft_token_id >= 0",
@@ -163,7 +185,7 @@ WRONG_LINES = {
         "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py", "\n                accepted &= is_valid_draft\n",
         "\n", "v2_synthetic_rejection_sample", "vllm_placeholder_drafts_are_never_accepted"),
     "the conversion returns the rates unconverted": (
-        "vllm/v1/spec_decode/utils.py", "return [p / q if q > 0.0 else 0.0 for p, q in zip(rates, [1.0, *rates[:-1]])]",
+        ("vllm/v1/spec_decode/utils.py", "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py"), "return [p / q if q > 0.0 else 0.0 for p, q in zip(rates, [1.0, *rates[:-1]])]",
         "return list(rates)", "conditional_rates", "vllm_conditional_rates_are_quotients_of_the_unconditional_ones"),
     "a schedule of the right mean and the wrong spread": (
         "vllm/config/speculative.py", "[1.0] * num_full + [num_drafts - num_full] + [0.0] * (n - num_full - 1)",
@@ -172,9 +194,14 @@ WRONG_LINES = {
 
 
 def patched_tree(tmp_path, relative, shipped, instead):
-    """A tree of links to vLLM's files (its dist-info beside) with ``relative`` a copy whose one
-    occurrence of ``shipped`` reads ``instead``; its folder, to go first on PYTHONPATH."""
+    """A tree of links to vLLM's files (its dist-info beside) with ``relative`` (the first of
+    them this version has) a copy whose one occurrence of ``shipped`` reads ``instead``; its
+    folder, to go first on PYTHONPATH. Skipped where the version has none of the files."""
     source = Path(importlib.util.find_spec("vllm").origin).parent.parent
+    here = [r for r in ((relative,) if isinstance(relative, str) else relative) if (source / r).is_file()]
+    if not here:
+        pytest.skip(f"vLLM {vllm_glue.version()} has no {relative}")
+    relative = here[0]
     tree = tmp_path / "vllm-patched"
     tree.mkdir()
     for name in ["vllm", *(p.name for p in source.glob("vllm-*.dist-info"))]:

@@ -10,7 +10,8 @@ at the first rejection, then emits one more token. Every function here walks all
 once on a ``(B, max_n)`` grid: no Python loop over the batch. The loops over ``generators``
 are the per-request generator calls the contract names (§16.2), one call per seeded request.
 
-The steps (``grid``, ``walk``, ``emit``, ``decide``, ``v1_uniforms``, ``v1_exponentials``, ``v1_recovered``) and
+The steps (``grid``, ``forbid``, ``walk``, ``emit``, ``decide``, ``v1_uniforms``, ``v1_exponentials``,
+``v1_recovered``) and
 the checks (``check``, ``check_devices``, ``check_rate_tensor``) are public so that V2's
 reference and the zoo's mutants are built from them: a mutant differs from the reference in
 the one step it gets wrong.
@@ -137,6 +138,15 @@ def grid(counts, device):
     return flat, real
 
 
+def forbid(drafts, target_logits, rows):
+    """§15.4: ``drafts`` with each one the target does not allow made a placeholder (-1): a
+    token whose processed logit at ``rows`` (the logit that verifies it, broadcast with
+    ``drafts``) is -inf, as a grammar's bitmask or top-k write it. It is then never accepted,
+    and its position emits the rejection token, from the target's allowed tokens."""
+    logit = target_logits[rows, drafts.clamp(min=0).to(torch.int64)]
+    return torch.where((drafts >= 0) & (logit == -torch.inf), -1, drafts)
+
+
 def walk(drafts, real, uniforms, rates):
     """§15.1 on ``(B, W)`` grids: how many drafts each request accepts (int64 ``(B,)``).
 
@@ -258,7 +268,8 @@ def synthetic_rejection_sample(*, draft_token_ids, num_draft_tokens, target_logi
                                generators, synthetic_conditional_rates):
     """V1's synthetic sampler with V1's own random numbers (§16.2): the uniforms, then, when
     any request samples, the exponentials of the recovered tokens, each call as V1 makes it;
-    then the decision of :func:`synthetic_accept`.
+    then the decision of :func:`synthetic_accept`, a draft the target does not allow (-inf)
+    never accepted (§15.4).
 
     ``target_logits``: ``(T, V)`` float, already processed (temperature, top-k/p); greedy rows
     emit its argmax on a rejection. ``generators``: ``{request index: torch.Generator}`` for
@@ -284,5 +295,6 @@ def synthetic_rejection_sample(*, draft_token_ids, num_draft_tokens, target_logi
     else:
         q = v1_exponentials(counts, target_logits.shape[1], generators, device)
         recovered = v1_recovered(counts, draft_token_ids, target_logits, q)
-    return decide(counts, draft_token_ids, uniforms, synthetic_conditional_rates, target_argmax, recovered,
-                   bonus_token_ids, is_greedy)
+    allowed = forbid(draft_token_ids, target_logits, torch.arange(sum(counts), device=device))
+    return decide(counts, allowed, uniforms, synthetic_conditional_rates, target_argmax, recovered, bonus_token_ids,
+                  is_greedy)

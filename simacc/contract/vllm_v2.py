@@ -83,7 +83,8 @@ def synthetic_rejection_sample_v2(*, target_logits, draft_sampled, cu_num_logits
     Request ``r`` owns logits ``cu_num_logits[r]`` to ``cu_num_logits[r + 1] - 1``: ``n_r + 1``
     of them, its drafts being ``draft_sampled`` one place later (draft ``i`` at
     ``start + i + 1``), verified by logit ``start + i`` with the uniform of
-    ``(seed[r], pos[start + i])``. ``target_logits`` are already processed;
+    ``(seed[r], pos[start + i])``; a draft whose logit there is -inf (the target does not
+    allow it, §15.4) is never accepted. ``target_logits`` are already processed;
     ``temperature[r] == 0`` marks a greedy request. ``sampled`` is ``(R, K + 1)`` int64: the
     accepted drafts, then one token from the logit where the walk stopped (its argmax for a
     greedy request, else a sample of its softmax without the rejected draft; at a full
@@ -92,24 +93,38 @@ def synthetic_rejection_sample_v2(*, target_logits, draft_sampled, cu_num_logits
     """
     _check_args(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                 synthetic_conditional_rates)
-    k, device = num_speculative_steps, target_logits.device
+    start, logit, real, drafts = grid(draft_sampled, cu_num_logits, num_speculative_steps)
+    drafts = v1.forbid(drafts, target_logits, logit)
+    accepted = v1.walk(drafts, real, keyed_uniforms(seed.to(torch.int64)[:, None], pos[logit], 0),
+                       synthetic_conditional_rates)
+    return emit(target_logits, drafts, accepted, start, pos, temperature, seed)
+
+
+def grid(draft_sampled, cu_num_logits, k):
+    """``(start, logit, real, drafts)``: each request's first logit ``(R,)``, and on an
+    ``(R, K)`` grid the logit that verifies draft ``i``, whether the request has it, and the
+    draft (-1 where it has none)."""
     start = cu_num_logits[:-1].to(torch.int64)
     n = cu_num_logits[1:].to(torch.int64) - start - 1
-    cols = torch.arange(k, device=device)
+    cols = torch.arange(k, device=draft_sampled.device)
     real = cols < n[:, None]
-    logit = torch.where(real, start[:, None] + cols, 0)  # the logit verifying draft i
+    logit = torch.where(real, start[:, None] + cols, 0)
     drafts = torch.where(real, draft_sampled[torch.where(real, logit + 1, 0)], -1)
-    seeds = seed.to(torch.int64)[:, None]
-    accepted = v1.walk(drafts, real, keyed_uniforms(seeds, pos[logit], 0), synthetic_conditional_rates)
+    return start, logit, real, drafts
 
+
+def emit(target_logits, drafts, accepted, start, pos, temperature, seed):
+    """§15.2 in V2's layout: ``(sampled, num_sampled)`` of requests that accepted ``accepted``
+    of their ``drafts`` (the ``(R, K)`` grid), the last token from the logit where each stopped."""
+    k, device = drafts.shape[1], target_logits.device
     stop = start + accepted  # the logit the last token comes from
-    rejected = torch.where(accepted < n, drafts.gather(1, accepted.clamp(max=k - 1)[:, None]).squeeze(1), -1)
+    rejected = torch.where(accepted < k, drafts.gather(1, accepted.clamp(max=k - 1)[:, None]).squeeze(1), -1)
     rows = target_logits[stop].to(torch.float32)
     last = rows.argmax(1)
     if not bool((temperature == 0).all()):  # a greedy batch needs no noise
         vocab = torch.arange(rows.shape[1], device=device)
-        noise = -torch.log(-torch.log(keyed_uniforms(seeds, pos[stop][:, None], 1 + vocab)))  # Gumbel(0, 1)
-        sampled_rows = torch.where(vocab == rejected[:, None], -torch.inf, rows) + noise
+        noise = -torch.log(-torch.log(keyed_uniforms(seed.to(torch.int64)[:, None], pos[stop][:, None], 1 + vocab)))
+        sampled_rows = torch.where(vocab == rejected[:, None], -torch.inf, rows) + noise  # Gumbel(0, 1)
         last = torch.where(temperature == 0, last, sampled_rows.argmax(1))
 
     out_cols = torch.arange(k + 1, device=device)

@@ -416,6 +416,17 @@ def seeded_request_uses_the_default_generator(*, draft_token_ids, num_draft_toke
                                                   ref.v1_exponentials(counts, target_logits.shape[1], {}, device)))
 
 
+@register("mask", "vllm_a_token_the_target_forbids_is_never_emitted")
+def v1_accepts_refused_drafts(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                              generators, synthetic_conditional_rates):
+    """Accepts a draft whose processed target logit is -inf at its rate, as if the target allowed it (V1's kernels without its scheduler's grammar check)."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    uniforms = ref.v1_uniforms(counts, generators, device)
+    return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
+               uniforms, lambda: ref.v1_recovered(counts, draft_token_ids, target_logits,
+                                                  ref.v1_exponentials(counts, target_logits.shape[1], generators, device)))
+
+
 @register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft", level=SEMANTIC)
 def recovered_is_the_argmax(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
                             generators, synthetic_conditional_rates):
@@ -444,7 +455,8 @@ def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temp
         row, stop, removed = [], s + count, -1
         for i in range(count):
             draft = int(draft_sampled[s + i + 1])
-            if draft >= 0 and float(torch.rand((), generator=gen(pos[s + i]))) < rates[i]:
+            allowed = draft >= 0 and float(target_logits[s + i, draft]) > -torch.inf
+            if allowed and float(torch.rand((), generator=gen(pos[s + i]))) < rates[i]:
                 row.append(draft)
                 continue
             stop, removed = s + i, draft
@@ -465,7 +477,7 @@ def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temp
 @register("correct")
 def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                      num_speculative_steps, synthetic_conditional_rates):
-    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position)."""
+    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position), one request at a time."""
     return _v2_per_position(lambda s, p: (s * 0x9E3779B97F4A7C15 + p) % 2**63, target_logits, draft_sampled,
                             cu_num_logits, pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
 
@@ -476,6 +488,33 @@ def v2_keyed_by_pythons_hash(*, target_logits, draft_sampled, cu_num_logits, pos
     """Seeds each position's generator with Python's hash of (seed, position, "accept"): a string's hash differs in every interpreter."""
     return _v2_per_position(lambda s, p: hash((s, p, "accept")) % 2**63, target_logits, draft_sampled, cu_num_logits,
                             pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
+
+
+def _v2_walk_reading_no_logit(target_logits, drafts, start, logit, real, pos, temperature, seed, rates):
+    """V2's walk and tokens with the drafts as given: a draft is accepted at its rate whatever
+    the target's logit there."""
+    accepted = ref.walk(drafts, real, ref2.keyed_uniforms(seed.to(torch.int64)[:, None], pos[logit], 0), rates)
+    return ref2.emit(target_logits, drafts, accepted, start, pos, temperature, seed)
+
+
+@register("mask", "vllm_a_token_the_target_forbids_is_never_emitted")
+def v2_accepts_refused_drafts(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                              num_speculative_steps, synthetic_conditional_rates):
+    """Accepts any draft >= 0 at its rate, whatever the target's processed logit there: -inf (a grammar's mask) included (vLLM 0.34.0's synthetic mode)."""
+    start, logit, real, drafts = ref2.grid(draft_sampled, cu_num_logits, num_speculative_steps)
+    return _v2_walk_reading_no_logit(target_logits, drafts, start, logit, real, pos, temperature, seed,
+                                     synthetic_conditional_rates)
+
+
+@register("correct")
+def v2_refused_drafts_cut_before_the_walk(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                          num_speculative_steps, synthetic_conditional_rates):
+    """Correct: makes each request's drafts from the first the target refuses on -1, then walks reading no logit (vLLM 0.33's runner, then its kernel)."""
+    start, logit, real, drafts = ref2.grid(draft_sampled, cu_num_logits, num_speculative_steps)
+    refused = (drafts >= 0) & (target_logits[logit, drafts.clamp(min=0)] == -torch.inf)
+    cut = drafts.masked_fill(refused.to(torch.int64).cummax(1).values.bool(), -1)
+    return _v2_walk_reading_no_logit(target_logits, cut, start, logit, real, pos, temperature, seed,
+                                     synthetic_conditional_rates)
 
 
 @register("independence", "vllm_requests_draw_independent_uniforms")
