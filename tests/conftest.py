@@ -4,6 +4,20 @@ import signal
 
 import pytest
 
+from simacc.harness.processes import forkserver
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_fork_server():
+    """One fork server for every simacc command these tests start, in this process or as a
+    program of their own (they share it through the environment): each would otherwise start
+    its own, an import of torch each (a test of a command's own servers takes them out of its
+    environment)."""
+    found = forkserver.server()
+    if found is not None:
+        forkserver.offer(found)
+    yield
+
 
 @pytest.fixture
 def ctrl_c():

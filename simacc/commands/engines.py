@@ -30,6 +30,7 @@ from pathlib import Path
 
 from simacc.commands import engine_api, wheels
 from simacc.commands.exits import Exit
+from simacc.harness.processes import forkserver
 
 HELP = """\
 Run simacc check on each engine's own code and print the verdicts as a markdown table.
@@ -436,6 +437,9 @@ def run(args):
     sources = _sources(args)
     if isinstance(sources, str):
         return _usage(sources)
+    shared = forkserver.server()  # each row's check (in this interpreter) forks its session from it
+    if shared is not None:
+        forkserver.offer(shared)
     plan = [([row for row in selected if row.distribution == name], found) for name, found in sources]
     plan = [(rows, found) for rows, found in plan if rows]
     readings = {(row.id, source): read(row, source) for rows, found in plan for source in found for row in rows}

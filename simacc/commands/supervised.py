@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from simacc.commands.exits import Exit
-from simacc.harness.processes import watch
+from simacc.harness.processes import forkserver, watch
 from simacc.harness.sessions.session import Supervisor
 
 SUPERVISED_BY = "--supervised-by"
@@ -29,7 +29,8 @@ def supervised(argv, name):
     stderr saying how it ended. A Ctrl-C reaches the child too; without its report, 130."""
     with tempfile.TemporaryDirectory(prefix="simacc-supervised-") as scratch:
         prefix = str(Path(scratch) / "command")
-        child = Supervisor([sys.executable, "-m", "simacc", *argv, f"{SUPERVISED_BY}={prefix}"], prefix, capture=False)
+        child = Supervisor(forkserver.command(["-m", "simacc", *argv, f"{SUPERVISED_BY}={prefix}"]), prefix,
+                           capture=False)
         try:
             child.wait()
         except KeyboardInterrupt:

@@ -41,7 +41,9 @@ from pathlib import Path
 SESSION_PACKAGES = ("torch", "numpy", "pytest", "xdist", "xdist.plugin", "xdist.remote", "execnet", "hypothesis",
                     "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful")
 RANK_PACKAGES = ("torch", "numpy")
-ADDRESS = "SIMACC_FORK_SERVER"  # in a process a session server forked: that server's address
+# a session server a process may share (the one that forked it, or one its parent offers): its
+# address, and the interpreter it runs (a process of another interpreter never shares it)
+ADDRESS, PYTHON = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON"
 CLIENT = Path(__file__).with_name("forkclient.py")
 _SERVERS = {}  # (packages, fingerprint) -> Server, in the process that started them
 _OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
@@ -115,9 +117,27 @@ def _cached(packages, make):
 
 
 def server(ranks_now=False):
-    """This process's session server (see :class:`Server`; ``ranks_now`` for a new one), or
+    """The session server this process uses: the one its environment offers (``SIMACC_FORK_SERVER``,
+    for the same interpreter), else its own (see :class:`Server`; ``ranks_now`` for a new one);
     None where fork servers are not available."""
+    offered = os.environ.get(ADDRESS)
+    if offered and os.environ.get(PYTHON) == sys.executable and available():
+        return Offered(offered)
     return _cached(SESSION_PACKAGES, lambda: Server(SESSION_PACKAGES, ranks_now=ranks_now))
+
+
+def offer(found):
+    """Offer the server ``found`` to the processes this one starts from now on (see :func:`server`)."""
+    os.environ.update({ADDRESS: found.address, PYTHON: sys.executable})
+
+
+class Offered:
+    """A session server this process was offered: another process's, never closed here."""
+
+    alive = True
+
+    def __init__(self, address):
+        self.address = address
 
 
 def rank_server():
@@ -125,7 +145,7 @@ def rank_server():
     than this process's): the one of the session server that forked this process, asked for,
     else this process's own; None where there is none."""
     session = os.environ.get(ADDRESS)
-    if session:
+    if session and os.environ.get(PYTHON) == sys.executable:
         forked = request(session, [], kind="ranks")
         if forked is not None:
             return forked.address
@@ -406,7 +426,7 @@ def _become(request, fds):
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     os.chdir(request["cwd"])
     os.environ.clear()
-    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0]})
+    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0], PYTHON: sys.executable})
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # from the operating system, as at numpy's import
