@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal, describe
 from simacc.harness.judging.distributions import Distribution
 from simacc.harness.model.cases import EagleCase, TensorArg
-
-FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
 
 
 # -- strategies for the implementation under test ------------------------------------------
@@ -235,26 +234,6 @@ def gaussian_probabilities(x, max_len):
     return [cdf(b) - cdf(a) for a, b in zip(edges, edges[1:])]
 
 
-def dkw_epsilon(runs, false_alarm=FALSE_ALARM):
-    """The Dvoretzky-Kiefer-Wolfowitz-Massart bound: for ``runs`` independent draws from any
-    distribution, P(sup_k |F_emp(k) - F(k)| > eps) <= 2 exp(-2 runs eps^2) = ``false_alarm``."""
-    return math.sqrt(math.log(2 / false_alarm) / (2 * runs))
-
-
-def largest_cdf_gap(lengths, probabilities):
-    """``(k, gap)``: the largest ``|F_emp(k) - F(k)|`` over ``k = 1..len(probabilities)``,
-    ``probabilities[k-1]`` being P(L = k)."""
-    runs = len(lengths)
-    worst, emp, cdf = (0, 0.0), 0, 0.0
-    for k, p in enumerate(probabilities, 1):
-        emp += lengths.count(k)
-        cdf += p
-        gap = abs(emp / runs - cdf)
-        if gap > worst[1]:
-            worst = (k, gap)
-    return worst
-
-
 def small_case(x, method, seed, spec_steps=3):
     """A one-request fixed-mode case with length ``x``: cheap enough to run thousands of
     times for the statistical properties (valid for the eagle and legacy contracts)."""
@@ -283,23 +262,67 @@ def _small_case(x, method, spec_steps):
 
 def sampled_lengths(simacc, x, method, runs, spec_steps=3):
     """The lengths the implementation under test gives (entries of the index other than
-    -1) for ``small_case`` with seeds ``0..runs-1``, read back from the device once."""
-    counts = [(simacc.run(small_case(x, method, seed, spec_steps)).returned != -1).sum() for seed in range(runs)]
+    -1) for ``small_case`` with the CPU generator seeded ``0..runs-1`` in turn
+    (:meth:`~simacc.harness.call.runner.Runner.sample`), read back from the device once."""
+    counts = simacc.sample(small_case(x, method, 0, spec_steps), range(runs), _index_length)
+    wrong = next((c for c in counts if isinstance(c, str)), None)
+    check(wrong is None, "type(index)", wrong, "Tensor", None)
     return torch.stack(counts).tolist() if counts else []
 
 
-def check_distribution(lengths, probabilities, what, false_alarm=FALSE_ALARM):
-    """The empirical CDF of ``lengths`` is within the DKW bound of ``probabilities``
-    (``P(L = k)``, ``k = 1..len``) at the rate ``false_alarm`` (:data:`FALSE_ALARM`, or
-    less where one property checks several times). A failure carries the distribution."""
+def _index_length(index):
+    """How many entries of the index are not -1 (a tensor, read back with the others), or the
+    name of what was returned instead of a tensor."""
+    return (index != -1).sum() if isinstance(index, torch.Tensor) else type(index).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """One statistical check a property makes: the property (``prop``), which of its checks
+    (``where``: its parameters), how many draws, against which law (``P(value = k)``,
+    ``k = 1..``) and at which share of the property's false-alarm rate. Its power follows
+    (:meth:`gaps`; CONTRACT.md §9.4); ``benchmarks/power.py`` runs it on neighbouring laws."""
+
+    prop: str
+    where: str
+    runs: int
+    probabilities: tuple
+    false_alarm: float
+
+    def gaps(self, power=0.999):
+        """``[(F(k), d)]`` at each point ``k`` where the documented CDF ``F`` lies strictly inside
+        (0, 1): the smallest ``d`` such that a law whose CDF there is ``d`` or more away, either
+        way, is seen with probability ``power``
+        (:func:`~simacc.harness.judging.statistics.detectable_gap`). Where no shift one way is
+        seen, that way's room (``1 - F`` up, ``F`` down) stands in: no law is further away."""
+        cdf, points = statistics.cdf_points(self.probabilities)
+
+        def seen(f):  # the gap seen upwards from f, or its room
+            gap = statistics.detectable_gap(self.runs, f, points, self.false_alarm, power)
+            return gap if gap != math.inf else 1 - f
+
+        return [(f, max(seen(f), seen(1 - f))) for f in cdf if 0.0 < f < 1.0]
+
+
+def check_distribution(lengths, probabilities, what, false_alarm=statistics.FALSE_ALARM, value="L"):
+    """``lengths`` follow ``probabilities`` (``P(L = k)``, ``k = 1..len``) by
+    :func:`~simacc.harness.judging.statistics.cdf_test` at ``false_alarm``: a property's whole
+    budget (1e-6 a run), or its share where it makes several checks. A conforming implementation
+    fails with probability at most that, whatever stream it draws from. A failure carries the
+    distribution; its message names the values ``value``."""
     __tracebackhide__ = True
+    test = statistics.cdf_test(lengths, probabilities, false_alarm)
+    if test.passed:
+        return
     runs = len(lengths)
-    k, gap = largest_cdf_gap(lengths, probabilities)
-    eps = dkw_epsilon(runs, false_alarm)
     counts = [lengths.count(k) for k in range(1, len(probabilities) + 1)]
     expected = [round(p * runs) for p in probabilities]
-    check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None,
-          distribution=Distribution.of(lengths, probabilities, eps, what))
+    if test.high == 0.0:
+        why = f"{value}={test.k} has probability 0"
+    else:
+        why = f"the CDF at {value}={test.k} is {test.observed:.3f}, outside {test.low:.3f}-{test.high:.3f}"
+    check(False, what, counts, f"about {expected} ({why})", None,
+          distribution=Distribution.of(lengths, probabilities, what, false_alarm))
 
 
 # -- checks several properties make ---------------------------------------------------------
@@ -421,8 +444,8 @@ HELD_CALLS = 8  # calls whose results one example holds: a pool of up to 7 buffe
 
 def check_fresh_result(outcome, earlier, case):
     """The result is a tensor sharing storage with no argument of its call and with none of
-    the ``earlier`` results, the results of earlier calls still held (CONTRACT.md §4.6:
-    "returns a new tensor", §11.2: however far back), empty ones aside."""
+    the ``earlier`` results (their :func:`held` aliases), the results of earlier calls still
+    read (CONTRACT.md §4.6: "returns a new tensor", §11.2: however far back), empty ones aside."""
     __tracebackhide__ = True
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
@@ -438,14 +461,29 @@ def check_fresh_result(outcome, earlier, case):
 
 
 def check_fresh_across_calls(simacc, case):
-    """:data:`HELD_CALLS` calls of ``case``, every result held: each is fresh
-    (:func:`check_fresh_result`) against all the earlier ones."""
+    """:data:`HELD_CALLS` calls of ``case``, every result held as a caller that has dropped it
+    holds it (:func:`held`): each is fresh (:func:`check_fresh_result`) against all the
+    earlier ones, which keep their values."""
     __tracebackhide__ = True
-    held = []
+    kept = []
     for _ in range(HELD_CALLS):
         outcome = simacc.run(case)
-        check_fresh_result(outcome, held, case)
-        held.append(outcome.returned)
+        check_fresh_result(outcome, [alias for alias, _ in kept], case)
+        for back, (alias, copy) in enumerate(reversed(kept), 1):
+            check_equal(f"the index of the call {back} before this one (still held)", alias, copy, case)
+        kept.append(held(outcome.returned))
+        del outcome  # the result object itself is not kept: only what a caller keeps of it
+
+
+def held(result):
+    """``(alias, copy)``: a tensor over the result's storage that keeps no reference to the
+    result object (``detach()``), and a copy of its values. A caller that keeps a view of an
+    inference tensor, or the data of a result it dropped, holds no more than that, so an
+    implementation that recycles an output buffer once nobody references it
+    (``sys.getrefcount``) is seen reusing storage that is still read; holding the result
+    object itself would keep the buffer from ever being recycled while simacc watches."""
+    alias = result.detach()
+    return alias, alias.clone()
 
 
 def whole_storage(t):
