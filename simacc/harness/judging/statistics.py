@@ -22,7 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-FALSE_ALARM = 1e-6  # per statistical test: every bound below is chosen for it
+FALSE_ALARM = 1e-6  # per property run: a property that makes several checks gives each a share (CONTRACT.md §9.4)
 
 
 def bernoulli_kl(a, b):
