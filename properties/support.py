@@ -195,24 +195,26 @@ def observed_lengths(outcome):
     return torch.cat([counts, (outcome.returned != -1).sum(dim=1).cpu()])
 
 
-def state_after_documented_draws(case):
-    """The CPU generator state after seeding with ``case.seed`` and doing, by hand, exactly
-    the draws CONTRACT.md §3 documents for the case's length and method; and how many."""
+def documented_draws(case):
+    """``(L, state, draws)``: the CPU generator seeded with ``case.seed`` and the draws CONTRACT.md
+    §3 documents made by hand, the ``L`` they give (None where §3.5 raises), the generator's
+    state after them and how many there were. Written apart from the reference's sampler (which
+    ``case.expected_length()`` runs), so that the exact level's length claim holds any sampler,
+    simacc's own included, to §3's words."""
     x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(case.seed)
-        draws = 0
         if method == "multinomial":
-            torch.normal(mean=x, std=1.0, size=(1,), device="cpu")
-            draws = 1
-        else:
-            clamped = max(1.0, min(max_len, x))
-            lo = math.floor(clamped)
-            if lo < max_len:  # otherwise lo == hi: no draw
-                frac = clamped - lo
-                torch.multinomial(torch.tensor([1 - frac, frac]), 1)
-                draws = 1
-        return torch.get_rng_state(), draws
+            value = torch.normal(mean=x, std=1.0, size=(1,), device="cpu").item()  # float32, as drawn
+            length = round(min(max(value, 1.0), max_len)) if value == value else None  # half to even
+            return length, torch.get_rng_state(), 1
+        clamped = max(1.0, min(max_len, x))
+        lo = math.floor(clamped)
+        if lo == max_len:  # hi == lo: no draw
+            return lo, torch.get_rng_state(), 0
+        frac = clamped - lo
+        length = lo + int(torch.multinomial(torch.tensor([1 - frac, frac]), 1))
+        return length, torch.get_rng_state(), 1
 
 
 def match_expected_probabilities(x, max_len):
@@ -384,7 +386,7 @@ def check_parity(simacc, case, baseline="cpu"):
 def check_documented_draws(outcome, case):
     """The CPU generator advanced by exactly the draws CONTRACT.md §3 documents."""
     __tracebackhide__ = True
-    state, draws = state_after_documented_draws(case)
+    _, state, draws = documented_draws(case)
     got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
     want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
     check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)

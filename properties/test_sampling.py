@@ -5,8 +5,9 @@ CPU generator seeded ``0..n-1`` (fixed seeds: the same verdict on every run) and
 lengths with the documented law by :func:`~simacc.harness.judging.statistics.cdf_test`
 (CONTRACT.md §9.4), each parametrization at its share of the property's false-alarm rate of
 1e-6. They apply at the semantic level only: at the exact level
-``length_matches_the_documented_draw`` holds every ``L`` to the documented sampler's own draw,
-whose law ``tests/test_sampler.py`` checks. The lengths ``x`` and the draws at each are chosen
+``length_matches_the_documented_draw`` holds every ``L`` to the documented draw, made by hand
+from §3's words (``support.documented_draws``), whose law follows from them; ``tests/test_sampler.py``
+checks the law of simacc's own sampler with these designs too. The lengths ``x`` and the draws at each are chosen
 where the law is most sensitive (§9.4 gives what each sees): for match-expected an integer
 (one length only), fractions of 0.05 and 0.95 (an expected length off by 0.05 changes the
 rarer length's share by its whole size), 0.5, and both sides of ``[1, W]``; for multinomial
@@ -63,16 +64,16 @@ def test_length_is_one_value_for_the_whole_batch(simacc, case):
 
 @claim(*CONTRACTS, levels=("exact",), case=batches)
 def test_length_matches_the_documented_draw(simacc, case):
-    """L is exactly the documented draw from torch's CPU generator (§3.2, §3.3)."""
+    """L is exactly the documented draw from torch's CPU generator, made by hand as §3 says (§3.2, §3.3)."""
     lengths = support.observed_lengths(simacc.run(case))
-    expected = torch.full_like(lengths, case.expected_length())
+    length = support.documented_draws(case)[0]
+    expected = torch.full_like(lengths, length)
 
     def role(index):
         row = index[0] % max(case.bs, 1)
         return f"row {row}'s {'num_correct_drafts + 1' if index[0] < case.bs else 'index entries other than -1'}"
 
-    check_equal("L (num_correct_drafts + 1, then index entries != -1, per row)", lengths, expected, case,
-                case.expected_length(), role)
+    check_equal("L (num_correct_drafts + 1, then index entries != -1, per row)", lengths, expected, case, length, role)
 
 
 @claim(*CONTRACTS, levels=("exact",), case=cases)

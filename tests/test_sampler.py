@@ -223,3 +223,23 @@ def test_the_sampler_draws_the_documented_law(design):
         torch.default_generator.manual_seed(seed)  # torch.manual_seed costs about a millisecond a call here
         lengths.append(sa.sample_simulated_acc_len(x, method, len(design.probabilities)))
     assert statistics.cdf_test(lengths, design.probabilities, design.false_alarm).passed
+
+
+
+def test_the_exact_levels_oracle_draws_by_hand_and_agrees_with_the_sampler_draw_for_draw(monkeypatch):
+    """``support.documented_draws``, the oracle of the exact level's length claims, runs none of
+    simacc's samplers (a change to the sampler, as mutation testing makes, fails those claims
+    where no distribution property runs), and gives the sampler's own lengths."""
+    from simacc.harness.model import cases
+    from simacc.properties import support
+
+    drawn = [support.small_case(x, method, seed) for x in (0.4, 2.0, 2.05, 2.5, 3.95, 6.5, INF)
+             for method in ("match-expected", "multinomial") for seed in range(40)]
+    expected = [case.expected_length() for case in drawn]
+
+    def absent(*args):
+        raise AssertionError("the oracle ran the sampler")
+
+    monkeypatch.setattr(cases, "sample_simulated_acc_len", absent)
+    monkeypatch.setattr(sa, "sample_simulated_acc_len", absent)
+    assert [support.documented_draws(case)[0] for case in drawn] == expected
