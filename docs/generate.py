@@ -62,7 +62,25 @@ def properties_page():
             claim = prop.summary.replace("|", "/")
             lines.append(f"| `{prop.id}` | {', '.join(prop.contracts)} | {', '.join(prop.levels)} | {claim} |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + power_section())
+
+
+def power_section():
+    """The power of every statistical check with a fixed design (CONTRACT.md §9.4)."""
+    from simacc import properties
+
+    lines = ["## Power of the statistical checks", "",
+             "Each statistical check with fixed sizes: its draws, its false-alarm rate (its share of the "
+             "property's 1e-6), and at each point of the documented CDF strictly between 0 and 1 the documented "
+             "value `F` and the smallest CDF gap there, either way, that the check sees with probability 0.999 "
+             "(from the exact binomial law at the test's bounds; CONTRACT.md §9.4). A check where every point is "
+             "0 or 1 allows one value and fails any other outright. `benchmarks/power.py` measures them on "
+             "neighbouring laws.", "",
+             "| property | check | draws | false alarm | F: gap seen with probability 0.999 |", "|---|---|---|---|---|"]
+    for design in properties.designs():
+        gaps = ", ".join(f"{f:.3f}: {gap:.3f}" for f, gap in design.gaps()) or "one value allowed"
+        lines.append(f"| `{design.prop}` | {design.where} | {design.runs} | {design.false_alarm:.1e} | {gaps} |")
+    return lines + [""]
 
 
 PAGES = {"options.md": options_page, "properties.md": properties_page}

@@ -31,6 +31,17 @@ def every_property():
     return found
 
 
+def designs():
+    """Every statistical check with a fixed design (:class:`~simacc.properties.support.Design`),
+    from the modules that declare them (``designs()``), in module order: CONTRACT.md §9.4's power
+    figures and ``benchmarks/power.py`` read them."""
+    found = []
+    for name in modules():
+        module = importlib.import_module(name)
+        found += module.designs() if hasattr(module, "designs") else []
+    return found
+
+
 def find(pid):
     """The property with id ``pid``; ``LookupError`` when there is none."""
     for prop in every_property():

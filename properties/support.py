@@ -16,13 +16,12 @@ import torch
 from hypothesis import strategies as st
 
 from simacc import strategies as sx
+from simacc.contract import laws
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal, describe
 from simacc.harness.judging.distributions import Distribution
 from simacc.harness.model.cases import EagleCase, TensorArg
-
-FALSE_ALARM = 1e-6  # per statistical test: the DKW bound's eps is chosen for it
-
 
 # -- strategies for the implementation under test ------------------------------------------
 
@@ -196,63 +195,37 @@ def observed_lengths(outcome):
     return torch.cat([counts, (outcome.returned != -1).sum(dim=1).cpu()])
 
 
-def state_after_documented_draws(case):
-    """The CPU generator state after seeding with ``case.seed`` and doing, by hand, exactly
-    the draws CONTRACT.md §3 documents for the case's length and method; and how many."""
+def documented_draws(case):
+    """``(L, state, draws)``: the CPU generator seeded with ``case.seed`` and the draws CONTRACT.md
+    §3 documents made by hand, the ``L`` they give (None where §3.5 raises), the generator's
+    state after them and how many there were. Written apart from the reference's sampler (which
+    ``case.expected_length()`` runs), so that the exact level's length claim holds any sampler,
+    simacc's own included, to §3's words."""
     x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(case.seed)
-        draws = 0
         if method == "multinomial":
-            torch.normal(mean=x, std=1.0, size=(1,), device="cpu")
-            draws = 1
-        else:
-            clamped = max(1.0, min(max_len, x))
-            lo = math.floor(clamped)
-            if lo < max_len:  # otherwise lo == hi: no draw
-                frac = clamped - lo
-                torch.multinomial(torch.tensor([1 - frac, frac]), 1)
-                draws = 1
-        return torch.get_rng_state(), draws
+            value = torch.normal(mean=x, std=1.0, size=(1,), device="cpu").item()  # float32, as drawn
+            length = round(min(max(value, 1.0), max_len)) if value == value else None  # half to even
+            return length, torch.get_rng_state(), 1
+        clamped = max(1.0, min(max_len, x))
+        lo = math.floor(clamped)
+        if lo == max_len:  # hi == lo: no draw
+            return lo, torch.get_rng_state(), 0
+        frac = clamped - lo
+        length = lo + int(torch.multinomial(torch.tensor([1 - frac, frac]), 1))
+        return length, torch.get_rng_state(), 1
 
 
 def match_expected_probabilities(x, max_len):
-    """P(L = k), k = 1..max_len, under ``match-expected`` (CONTRACT.md §3.3)."""
-    clamped = max(1.0, min(max_len, x))
-    lo = math.floor(clamped)
-    probabilities = [0.0] * max_len
-    probabilities[lo - 1] = 1 - (clamped - lo)
-    if lo < max_len:
-        probabilities[lo] = clamped - lo
-    return probabilities
+    """P(L = k), k = 1..max_len, under ``match-expected`` (CONTRACT.md §3.3; one definition, in
+    :mod:`simacc.contract.laws`)."""
+    return laws.match_expected_law(x, max_len - 1)
 
 
 def gaussian_probabilities(x, max_len):
-    """P(L = k), k = 1..max_len, for round(clamp(N(x, 1), 1, max_len)) (CONTRACT.md §3.2): the
-    rounding cells ``(k - 1/2, k + 1/2]`` with the two ends open (ties have probability 0)."""
-    cdf = lambda z: 0.5 * (1 + math.erf((z - x) / math.sqrt(2)))  # noqa: E731
-    edges = [-math.inf] + [k + 0.5 for k in range(1, max_len)] + [math.inf]
-    return [cdf(b) - cdf(a) for a, b in zip(edges, edges[1:])]
-
-
-def dkw_epsilon(runs, false_alarm=FALSE_ALARM):
-    """The Dvoretzky-Kiefer-Wolfowitz-Massart bound: for ``runs`` independent draws from any
-    distribution, P(sup_k |F_emp(k) - F(k)| > eps) <= 2 exp(-2 runs eps^2) = ``false_alarm``."""
-    return math.sqrt(math.log(2 / false_alarm) / (2 * runs))
-
-
-def largest_cdf_gap(lengths, probabilities):
-    """``(k, gap)``: the largest ``|F_emp(k) - F(k)|`` over ``k = 1..len(probabilities)``,
-    ``probabilities[k-1]`` being P(L = k)."""
-    runs = len(lengths)
-    worst, emp, cdf = (0, 0.0), 0, 0.0
-    for k, p in enumerate(probabilities, 1):
-        emp += lengths.count(k)
-        cdf += p
-        gap = abs(emp / runs - cdf)
-        if gap > worst[1]:
-            worst = (k, gap)
-    return worst
+    """P(L = k), k = 1..max_len, for round(clamp(N(x, 1), 1, max_len)) (CONTRACT.md §3.2)."""
+    return laws.gaussian_law(x, max_len - 1)
 
 
 def small_case(x, method, seed, spec_steps=3):
@@ -283,23 +256,67 @@ def _small_case(x, method, spec_steps):
 
 def sampled_lengths(simacc, x, method, runs, spec_steps=3):
     """The lengths the implementation under test gives (entries of the index other than
-    -1) for ``small_case`` with seeds ``0..runs-1``, read back from the device once."""
-    counts = [(simacc.run(small_case(x, method, seed, spec_steps)).returned != -1).sum() for seed in range(runs)]
+    -1) for ``small_case`` with the CPU generator seeded ``0..runs-1`` in turn
+    (:meth:`~simacc.harness.call.runner.Runner.sample`), read back from the device once."""
+    counts = simacc.sample(small_case(x, method, 0, spec_steps), range(runs), _index_length)
+    wrong = next((c for c in counts if isinstance(c, str)), None)
+    check(wrong is None, "type(index)", wrong, "Tensor", None)
     return torch.stack(counts).tolist() if counts else []
 
 
-def check_distribution(lengths, probabilities, what, false_alarm=FALSE_ALARM):
-    """The empirical CDF of ``lengths`` is within the DKW bound of ``probabilities``
-    (``P(L = k)``, ``k = 1..len``) at the rate ``false_alarm`` (:data:`FALSE_ALARM`, or
-    less where one property checks several times). A failure carries the distribution."""
+def _index_length(index):
+    """How many entries of the index are not -1 (a tensor, read back with the others), or the
+    name of what was returned instead of a tensor."""
+    return (index != -1).sum() if isinstance(index, torch.Tensor) else type(index).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """One statistical check a property makes: the property (``prop``), which of its checks
+    (``where``: its parameters), how many draws, against which law (``P(value = k)``,
+    ``k = 1..``) and at which share of the property's false-alarm rate. Its power follows
+    (:meth:`gaps`; CONTRACT.md §9.4); ``benchmarks/power.py`` runs it on neighbouring laws."""
+
+    prop: str
+    where: str
+    runs: int
+    probabilities: tuple
+    false_alarm: float
+
+    def gaps(self, power=0.999):
+        """``[(F(k), d)]`` at each point ``k`` where the documented CDF ``F`` lies strictly inside
+        (0, 1): the smallest ``d`` such that a law whose CDF there is ``d`` or more away, either
+        way, is seen with probability ``power``
+        (:func:`~simacc.harness.judging.statistics.detectable_gap`). Where no shift one way is
+        seen, that way's room (``1 - F`` up, ``F`` down) stands in: no law is further away."""
+        cdf, points = statistics.cdf_points(self.probabilities)
+
+        def seen(f):  # the gap seen upwards from f, or its room
+            gap = statistics.detectable_gap(self.runs, f, points, self.false_alarm, power)
+            return gap if gap != math.inf else 1 - f
+
+        return [(f, max(seen(f), seen(1 - f))) for f in cdf if 0.0 < f < 1.0]
+
+
+def check_distribution(lengths, probabilities, what, false_alarm=statistics.FALSE_ALARM, value="L"):
+    """``lengths`` follow ``probabilities`` (``P(L = k)``, ``k = 1..len``) by
+    :func:`~simacc.harness.judging.statistics.cdf_test` at ``false_alarm``: a property's whole
+    budget (1e-6 a run), or its share where it makes several checks. A conforming implementation
+    fails with probability at most that, whatever stream it draws from. A failure carries the
+    distribution; its message names the values ``value``."""
     __tracebackhide__ = True
+    test = statistics.cdf_test(lengths, probabilities, false_alarm)
+    if test.passed:
+        return
     runs = len(lengths)
-    k, gap = largest_cdf_gap(lengths, probabilities)
-    eps = dkw_epsilon(runs, false_alarm)
     counts = [lengths.count(k) for k in range(1, len(probabilities) + 1)]
     expected = [round(p * runs) for p in probabilities]
-    check(gap <= eps, what, counts, f"about {expected} (CDF off by {gap:.3f} at L={k}, allowed {eps:.3f})", None,
-          distribution=Distribution.of(lengths, probabilities, eps, what))
+    if test.high == 0.0:
+        why = f"{value}={test.k} has probability 0"
+    else:
+        why = f"the CDF at {value}={test.k} is {test.observed:.3f}, outside {test.low:.3f}-{test.high:.3f}"
+    check(False, what, counts, f"about {expected} ({why})", None,
+          distribution=Distribution.of(lengths, probabilities, what, false_alarm))
 
 
 # -- checks several properties make ---------------------------------------------------------
@@ -361,7 +378,7 @@ def check_parity(simacc, case, baseline="cpu"):
 def check_documented_draws(outcome, case):
     """The CPU generator advanced by exactly the draws CONTRACT.md §3 documents."""
     __tracebackhide__ = True
-    state, draws = state_after_documented_draws(case)
+    _, state, draws = documented_draws(case)
     got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
     want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
     check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
@@ -421,8 +438,8 @@ HELD_CALLS = 8  # calls whose results one example holds: a pool of up to 7 buffe
 
 def check_fresh_result(outcome, earlier, case):
     """The result is a tensor sharing storage with no argument of its call and with none of
-    the ``earlier`` results, the results of earlier calls still held (CONTRACT.md §4.6:
-    "returns a new tensor", §11.2: however far back), empty ones aside."""
+    the ``earlier`` results (their :func:`held` aliases), the results of earlier calls still
+    read (CONTRACT.md §4.6: "returns a new tensor", §11.2: however far back), empty ones aside."""
     __tracebackhide__ = True
     returned = outcome.returned
     check(isinstance(returned, torch.Tensor), "type(index)", type(returned).__name__, "Tensor", case)
@@ -438,14 +455,29 @@ def check_fresh_result(outcome, earlier, case):
 
 
 def check_fresh_across_calls(simacc, case):
-    """:data:`HELD_CALLS` calls of ``case``, every result held: each is fresh
-    (:func:`check_fresh_result`) against all the earlier ones."""
+    """:data:`HELD_CALLS` calls of ``case``, every result held as a caller that has dropped it
+    holds it (:func:`held`): each is fresh (:func:`check_fresh_result`) against all the
+    earlier ones, which keep their values."""
     __tracebackhide__ = True
-    held = []
+    kept = []
     for _ in range(HELD_CALLS):
         outcome = simacc.run(case)
-        check_fresh_result(outcome, held, case)
-        held.append(outcome.returned)
+        check_fresh_result(outcome, [alias for alias, _ in kept], case)
+        for back, (alias, copy) in enumerate(reversed(kept), 1):
+            check_equal(f"the index of the call {back} before this one (still held)", alias, copy, case)
+        kept.append(held(outcome.returned))
+        del outcome  # the result object itself is not kept: only what a caller keeps of it
+
+
+def held(result):
+    """``(alias, copy)``: a tensor over the result's storage that keeps no reference to the
+    result object (``detach()``), and a copy of its values. A caller that keeps a view of an
+    inference tensor, or the data of a result it dropped, holds no more than that, so an
+    implementation that recycles an output buffer once nobody references it
+    (``sys.getrefcount``) is seen reusing storage that is still read; holding the result
+    object itself would keep the buffer from ever being recycled while simacc watches."""
+    alias = result.detach()
+    return alias, alias.clone()
 
 
 def whole_storage(t):

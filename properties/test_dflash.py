@@ -80,7 +80,8 @@ def test_dflash_length_matches_the_documented_draw(simacc, case):
     """DFLASH: L is exactly the documented draw, with max_len = B (§7.2)."""
     outcome = simacc.run(case)
     got = outcome.args["commit_lens"].long().cpu()
-    check_equal("L (commit_lens)", got, torch.full_like(got, case.expected_length()), case, case.expected_length(),
+    length = support.documented_draws(case)[0]
+    check_equal("L (commit_lens)", got, torch.full_like(got, length), case, length,
                 lambda index: f"row {index[0]}'s commit_lens")
     support.check_documented_draws(outcome, case)
 

@@ -1,6 +1,7 @@
-"""The serving loop (CONTRACT.md §11.2, §4.6): across one engine's decode loop, with requests
-joining and leaving, buffers kept from step to step (static ones, CUDA-graph style, too) and
-every earlier result still held, each step conforms and no step disturbs an earlier result.
+"""The serving loop (CONTRACT.md §11.2, §4.6, §17.3, §18.2): across one engine's decode loop, with
+requests joining and leaving, buffers kept from step to step (static ones, CUDA-graph style, too)
+and every earlier result still held, each step conforms and no step disturbs an earlier result;
+a stretch of steps seeded once draws anew at every step.
 
 Each property is a state machine (:mod:`simacc.properties.serving`) and runs in every grad
 mode selected (§11.1). A failing program shrinks to a few steps, prints as Hypothesis's
@@ -9,7 +10,7 @@ program, and its repro file replays it (``simacc repro``).
 
 from simacc.contract import jaxbridge
 from simacc.harness.judging.catalogue import claim
-from simacc.properties import serving
+from simacc.properties import serving, serving_v2
 
 
 @claim("eagle", "legacy", across_contexts=True, machine=True)
@@ -34,3 +35,9 @@ def test_dflash_serving_loop_conforms_at_every_step(simacc):
 def test_functional_serving_loop_conforms_at_every_step(simacc):
     """Across a decode loop with a changing mask, every step conforms and L follows its distribution."""
     return serving.FunctionalLoop.of(simacc)
+
+
+@claim("vllm_v2", across_contexts=True, machine=True)
+def test_vllm_v2_serving_loop_conforms_at_every_step(simacc):
+    """Across V2's decode loop, positions advancing by what each step emitted, every step's tokens follow the rules, earlier results stay intact and a request seeded once draws anew at every step."""
+    return serving_v2.V2Loop.of(simacc)

@@ -19,83 +19,40 @@ LAYOUTS = ("vllm_decision", "vllm_v1", "vllm_v2")
 cases = vllm.cases_for_impl()
 
 
-def _type_of(case, outcome):
-    """``[(name, tensor, shape, dtype)]``: the results the layout returns, as they should be."""
-    if type(case).__name__ == "V2Case":
-        got = outcome.returned if isinstance(outcome.returned, (tuple, list)) else (outcome.returned,)
-        check(len(got) == 2, "the number of results", len(got), "2: (sampled, num_sampled)", case)
-        return [("sampled", got[0], (case.bs, case.k + 1), torch.int64), ("num_sampled", got[1], (case.bs,), torch.int32)]
-    return [("result", outcome.returned, (case.bs, case.max_len), torch.int32)]
-
-
 @claim(*LAYOUTS, case=cases)
 def test_vllm_results_have_their_layouts_shape_dtype_and_device(simacc, case):
     """V1's layout returns a (B, max_n + 1) int32 tensor, V2 (R, K + 1) int64 and (R,) int32, on the inputs' device (§16.1, §17.2)."""
-    outcome = simacc.run(case)
-    device = outcome.args[case.token_fields[1]].device  # the target's tensor
-    for name, got, shape, dtype in _type_of(case, outcome):
-        check(isinstance(got, torch.Tensor), f"type({name})", type(got).__name__, "Tensor", case)
-        check(tuple(got.shape) == shape, f"{name}.shape", tuple(got.shape), shape, case)
-        check(got.dtype == dtype, f"{name}.dtype", got.dtype, dtype, case)
-        check(got.device == device, f"{name}.device", got.device, f"{device} (the inputs' device)", case)
+    vllm.check_layout(case, simacc.run(case))
 
 
 @claim(*LAYOUTS, case=cases)
 def test_vllm_one_token_follows_the_accepted_drafts(simacc, case):
     """Each request emits 1 to n + 1 tokens: its accepted drafts and exactly one more; -1 after them in V1's layout (§15.2)."""
-    outcome = simacc.run(case)
-    said = "num_sampled" if type(case).__name__ == "V2Case" else "up to its last entry other than -1"
-    for req, count in zip(vllm.requests(case), vllm.counts(case, outcome)):
-        n = len(req.drafts)
-        check(1 <= count <= n + 1, f"the number of tokens request {req.index} emitted ({said})", count,
-              f"1 to n + 1 = {n + 1}: its accepted drafts, then one token", case)
+    vllm.check_counts(case, simacc.run(case))
 
 
 @claim(*LAYOUTS, case=cases)
 def test_vllm_accepted_drafts_are_emitted_verbatim(simacc, case):
     """A request's tokens but the last are its first drafts, in order and verbatim: the walk stops at the first rejection (§15.1)."""
-    for req, tokens in vllm.walked(case, simacc.run(case)):
-        a = len(tokens) - 1
-        check(tokens[:a] == list(req.drafts[:a]), f"request {req.index}'s first {a} tokens (its accepted drafts)",
-              tokens[:a], f"{list(req.drafts[:a])}: drafts 0..{a - 1} verbatim", case)
+    vllm.check_verbatim(case, simacc.run(case))
 
 
 @claim(*LAYOUTS, case=cases)
 def test_vllm_placeholder_drafts_are_never_accepted(simacc, case):
     """No -1 draft is accepted, nor any draft after one, and no request emits -1 (§15.3; vLLM #46533)."""
-    for req, tokens in vllm.walked(case, simacc.run(case)):
-        a, m = len(tokens) - 1, req.real
-        check(a <= m, f"the drafts request {req.index} accepted", a, f"at most {m}: draft {m} is a placeholder (-1)",
-              case)
-        check(-1 not in tokens, f"request {req.index}'s tokens", tokens, "no -1: a placeholder is never emitted", case)
+    vllm.check_placeholders(case, simacc.run(case))
 
 
 @claim(*LAYOUTS, case=cases)
 def test_vllm_a_rejection_emits_the_targets_token(simacc, case):
     """On a rejection at draft i: the target's argmax there (greedy), the recovered token (sampling), never the rejected draft (§15.2)."""
-    for req, tokens in vllm.walked(case, simacc.run(case)):
-        a = len(tokens) - 1
-        if a == len(req.drafts):
-            continue  # a full acceptance: the bonus's rule
-        got, known, draft = tokens[a], req.rejection[a], req.drafts[a]
-        if known is not None:
-            check(got == known, req.rejection_role(a), got, known, case)
-            continue
-        check(got != draft or draft < 0, req.rejection_role(a), got, f"not {draft}, the rejected draft", case)
-        check(0 <= got < req.vocab, req.rejection_role(a), got, f"a token of the vocabulary [0, {req.vocab})", case)
+    vllm.check_rejection(case, simacc.run(case))
 
 
 @claim(*LAYOUTS, case=cases)
 def test_vllm_a_full_acceptance_emits_the_bonus(simacc, case):
     """After all n drafts are accepted the request emits its bonus token, and a request without drafts its bonus alone (§15.2)."""
-    for req, tokens in vllm.walked(case, simacc.run(case)):
-        if len(tokens) != len(req.drafts) + 1:
-            continue  # a rejection: the rejection's rule
-        got = tokens[-1]
-        if req.bonus is not None:
-            check(got == req.bonus, req.bonus_role(), got, req.bonus, case)
-        else:
-            check(0 <= got < req.vocab, req.bonus_role(), got, f"a token of the vocabulary [0, {req.vocab})", case)
+    vllm.check_bonus(case, simacc.run(case))
 
 
 @claim("vllm_v1", "vllm_v2", case=vllm.cases_for_impl(masked=True, rate=1.0))

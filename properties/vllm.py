@@ -59,22 +59,27 @@ class Request:
         return f"request {self.index}'s token {len(self.drafts)} (every draft accepted: the bonus, {source})"
 
 
+def kind(case):
+    """The name of the case's type (a serving loop's step answers for the case it holds)."""
+    return type(getattr(case, "case", case)).__name__
+
+
 def requests(case):
     """The case's requests (:class:`Request`), in order."""
-    kind = type(case).__name__
+    kind_ = kind(case)
     greedy = case.greedy.tolist()
     found = []
-    if kind == "V2Case":
+    if kind_ == "V2Case":
         logits, sampled, starts = case.target_logits.values, case.draft_sampled.values.tolist(), case.cu_num_logits.values.tolist()
         argmax = logits.argmax(1).tolist()
         for r, n in enumerate(case.counts):
             start = starts[r]
             known = [argmax[start + i] if greedy[r] else None for i in range(n + 1)]  # logit i verifies draft i
             found.append(Request(r, tuple(sampled[start + 1 : start + 1 + n]), greedy[r], tuple(known[:n]), known[n],
-                                 logits.shape[1], kind, tuple(range(start, start + n + 1))))
+                                 logits.shape[1], kind_, tuple(range(start, start + n + 1))))
         return found
     drafts, bonus = case.draft_token_ids.values.tolist(), case.bonus_token_ids.values[:, 0].tolist()
-    if kind == "DecisionCase":
+    if kind_ == "DecisionCase":
         given = (case.target_argmax.values.tolist(), case.recovered_token_ids.values.tolist())
         rejection = [given[0][t] if greedy_row else given[1][t] for t, greedy_row in _owners(case, greedy)]
         vocab = None
@@ -86,7 +91,7 @@ def requests(case):
     for r, n in enumerate(case.counts):
         rows = (*range(start, start + n), None) if vocab is not None else ()  # V1's bonus is given, not a logit's
         found.append(Request(r, tuple(drafts[start : start + n]), greedy[r], tuple(rejection[start : start + n]),
-                             bonus[r], vocab, kind, rows))
+                             bonus[r], vocab, kind_, rows))
         start += n
     return found
 
@@ -99,7 +104,7 @@ def _owners(case, greedy):
 def counts(case, outcome):
     """How many tokens each request says it emitted: V2's ``num_sampled`` as it is (past the
     row's width too), else the length of what :func:`emitted` reads."""
-    if type(case).__name__ == "V2Case":
+    if kind(case) == "V2Case":
         emitted(case, outcome)  # the same checks of the result's form
         return outcome.returned[1].tolist()
     return [len(tokens) for tokens in emitted(case, outcome)]
@@ -110,17 +115,17 @@ def emitted(case, outcome):
     V2 count past the row's width reads the whole row (how many is :func:`counts`' business)."""
     got = outcome.returned
     rows = case.bs
-    if type(case).__name__ == "V2Case":
-        shaped = isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
-        check(shaped, "result", _shown(got), "(sampled, num_sampled), two tensors", case)
+    if kind(case) == "V2Case":
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
+            check(False, "result", _shown(got), "(sampled, num_sampled), two tensors", case)  # shown when it fails only
         sampled, counts = got
         check(sampled.dim() == 2 and sampled.shape[0] == rows and counts.shape == (rows,),
               "(sampled.shape, num_sampled.shape)", (tuple(sampled.shape), tuple(counts.shape)),
               f"({rows}, K + 1) and ({rows},)", case)
         values = sampled.tolist()
         return [row[: max(count, 0)] for row, count in zip(values, counts.tolist())]
-    check(isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == rows, "result", _shown(got),
-          f"a (B={rows}, W) tensor", case)
+    if not (isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == rows):
+        check(False, "result", _shown(got), f"a (B={rows}, W) tensor", case)
     found = []
     for row in got.tolist():
         length = next((j + 1 for j in range(len(row) - 1, -1, -1) if row[j] != -1), 0)
@@ -138,6 +143,91 @@ def walked(case, outcome):
     the other rules judge only the requests that emitted a count they can read."""
     return [(req, tokens) for req, tokens, count in zip(requests(case), emitted(case, outcome), counts(case, outcome))
             if 1 <= count <= len(req.drafts) + 1]
+
+
+# -- the rules each request's tokens follow, whatever the draws (§15, §17.2) -------------------
+
+
+def check_layout(case, outcome):
+    """V1's layout returns a ``(B, max_n + 1)`` int32 tensor, V2 ``(R, K + 1)`` int64 and
+    ``(R,)`` int32, on the inputs' device."""
+    __tracebackhide__ = True
+    device = outcome.args[case.token_fields[1]].device  # the target's tensor
+    for name, got, shape, dtype in _layout(case, outcome):
+        check(isinstance(got, torch.Tensor), f"type({name})", type(got).__name__, "Tensor", case)
+        check(tuple(got.shape) == shape, f"{name}.shape", tuple(got.shape), shape, case)
+        check(got.dtype == dtype, f"{name}.dtype", got.dtype, dtype, case)
+        check(got.device == device, f"{name}.device", got.device, f"{device} (the inputs' device)", case)
+
+
+def _layout(case, outcome):
+    """``[(name, tensor, shape, dtype)]``: the results the layout returns, as they should be."""
+    if kind(case) == "V2Case":
+        got = outcome.returned if isinstance(outcome.returned, (tuple, list)) else (outcome.returned,)
+        check(len(got) == 2, "the number of results", len(got), "2: (sampled, num_sampled)", case)
+        return [("sampled", got[0], (case.bs, case.k + 1), torch.int64), ("num_sampled", got[1], (case.bs,), torch.int32)]
+    return [("result", outcome.returned, (case.bs, case.max_len), torch.int32)]
+
+
+def check_counts(case, outcome):
+    """Each request emits 1 to ``n + 1`` tokens: its accepted drafts and exactly one more."""
+    __tracebackhide__ = True
+    said = "num_sampled" if kind(case) == "V2Case" else "up to its last entry other than -1"
+    for req, count in zip(requests(case), counts(case, outcome)):
+        n = len(req.drafts)
+        check(1 <= count <= n + 1, f"the number of tokens request {req.index} emitted ({said})", count,
+              f"1 to n + 1 = {n + 1}: its accepted drafts, then one token", case)
+
+
+def check_verbatim(case, outcome):
+    """A request's tokens but the last are its first drafts, in order and verbatim."""
+    __tracebackhide__ = True
+    for req, tokens in walked(case, outcome):
+        a = len(tokens) - 1
+        check(tokens[:a] == list(req.drafts[:a]), f"request {req.index}'s first {a} tokens (its accepted drafts)",
+              tokens[:a], f"{list(req.drafts[:a])}: drafts 0..{a - 1} verbatim", case)
+
+
+def check_placeholders(case, outcome):
+    """No -1 draft is accepted, nor any draft after one, and no request emits -1."""
+    __tracebackhide__ = True
+    for req, tokens in walked(case, outcome):
+        a, m = len(tokens) - 1, req.real
+        check(a <= m, f"the drafts request {req.index} accepted", a, f"at most {m}: draft {m} is a placeholder (-1)",
+              case)
+        check(-1 not in tokens, f"request {req.index}'s tokens", tokens, "no -1: a placeholder is never emitted", case)
+
+
+def check_rejection(case, outcome):
+    """On a rejection at draft ``i``: the target's argmax there (greedy), the recovered token
+    (sampling), never the rejected draft."""
+    __tracebackhide__ = True
+    for req, tokens in walked(case, outcome):
+        a = len(tokens) - 1
+        if a == len(req.drafts):
+            continue  # a full acceptance: the bonus's rule
+        got, known, draft = tokens[a], req.rejection[a], req.drafts[a]
+        if known is not None:
+            check(got == known, req.rejection_role(a), got, known, case)
+            continue
+        check(got != draft or draft < 0, req.rejection_role(a), got, f"not {draft}, the rejected draft", case)
+        check(0 <= got < req.vocab, req.rejection_role(a), got, f"a token of the vocabulary [0, {req.vocab})", case)
+
+
+def check_bonus(case, outcome):
+    """After all ``n`` drafts are accepted the request emits its bonus token."""
+    __tracebackhide__ = True
+    for req, tokens in walked(case, outcome):
+        if len(tokens) != len(req.drafts) + 1:
+            continue  # a rejection: the rejection's rule
+        got = tokens[-1]
+        if req.bonus is not None:
+            check(got == req.bonus, req.bonus_role(), got, req.bonus, case)
+        else:
+            check(0 <= got < req.vocab, req.bonus_role(), got, f"a token of the vocabulary [0, {req.vocab})", case)
+
+
+RULES = (check_layout, check_counts, check_verbatim, check_placeholders, check_rejection, check_bonus)
 
 
 # -- strategies for the implementation under test ------------------------------------------
@@ -162,13 +252,14 @@ def _built(strategy, options):
 class Drafted:
     """One request of a hand-built batch: its drafts, its target logits (``n + 1`` rows: one
     per draft, then the bonus's), whether it is greedy, its seed (None: a V1 request without a
-    generator of its own) and its first position (V2)."""
+    generator of its own) and its first position (V2; given always: V2's uniforms are keyed by
+    it, and requests that all start at 0 cannot tell a position from a draft's index)."""
 
     drafts: tuple
     logits: torch.Tensor
     greedy: bool
-    seed: int | None = None
-    position: int = 0
+    seed: int | None
+    position: int
 
 
 def sampler_case(contract, batch, rates, seed=0):
@@ -205,7 +296,7 @@ def accepted_counts(case, outcome):
 def with_last_seeded(case, seed):
     """``case`` with its last request sampling with a seed of its own: in V1 only such a
     request has a generator (§16.3); in V2 every request has a seed, kept as drawn."""
-    if type(case).__name__ == "V2Case":
+    if kind(case) == "V2Case":
         return case
     seeds, greedy = case.generator_seeds.values.clone(), case.is_greedy.values.clone()
     seeds[-1], greedy[-1] = seed, False
@@ -214,7 +305,7 @@ def with_last_seeded(case, seed):
 
 def last_alone(case, seed):
     """The last request of ``case`` alone, the default generator seeded with ``seed``."""
-    if type(case).__name__ == "V2Case":
+    if kind(case) == "V2Case":
         start = int(case.cu_num_logits.values[-2])
         rows = slice(start, None)
         return dataclasses.replace(

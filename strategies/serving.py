@@ -7,7 +7,8 @@ program's knobs): the token mode, the method and length it samples with, the wid
 ``graphs``-style static buffers of that capacity, sliced and rewritten in place before each
 step, or tensors made afresh for each step, and whether it is ``quiet``: it has long
 stretches of steps with the batch unchanged (the semantic level checks the lengths over
-one). Every tensor of a step comes from ``seed`` and
+one), and then a width of 2 at least and a length ``k + 1/2``, where a stuck length shows.
+Every tensor of a step comes from ``seed`` and
 the step's number. Capacities stay small (at most :data:`MAX_CAPACITY`): the serving loop is
 about what lasts across steps; a server's batch sizes are the single-call cases' business
 (:func:`simacc.strategies.batch_sizes`).
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 import simacc as sa
 from simacc.strategies import functional as fn
 from simacc.strategies import scalars as sc
+from simacc.strategies import vllm as vl
 
 MAX_CAPACITY = 64
 MAX_JOIN = 16  # requests that join between two steps at most
@@ -61,20 +63,34 @@ def _widths(max_width):
     return st.integers(1, max_width)
 
 
+@functools.lru_cache(maxsize=None)
+def _quiet_lengths(width):
+    return st.sampled_from([k + 0.5 for k in range(1, width)])
+
+
+def _quiet(draw, knobs):
+    """``knobs`` with ``quiet`` drawn: a quiet engine has a width of 2 at least and ``x = k + 1/2``
+    (drawn anew), where no length has probability over 1/2, so a burst stuck on one length
+    shows (properties/serving.py)."""
+    knobs["quiet"] = draw(_QUIET, label="quiet") and knobs["width"] >= 2
+    if knobs["quiet"]:
+        knobs["x"] = draw(_quiet_lengths(knobs["width"]), label="x")
+    return knobs
+
+
 def _common(draw, modes, max_width):
     """The draws every in-place engine makes: mode, method, width, length, capacity, buffers."""
     mode = draw(sc.token_modes(modes), label="mode")
     method = draw(sc.methods(), label="method")
     width = draw(_widths(max_width), label="width")
-    return {
+    return _quiet(draw, {
         "mode": mode,
         "method": method,
         "width": width,
         "x": draw(sc.acc_lens(width), label="x"),
         "capacity": draw(_CAPACITIES, label="capacity"),
         "graphs": draw(_GRAPHS, label="graphs"),
-        "quiet": draw(_QUIET, label="quiet"),
-    }
+    })
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,14 +149,16 @@ def _dflash_engines(draw, modes):
     method = draw(sc.methods(), label="method")
     block = draw(_BLOCKS, label="width")
     lengths = sc.acc_lens(block, positive=False)
-    return {
+    knobs = _quiet(draw, {
         "mode": mode,
         "method": method,
         "width": block,
         "x": draw(lengths, label="x"),
         "capacity": draw(_CAPACITIES, label="capacity"),
         "graphs": draw(_GRAPHS, label="graphs"),
-        "quiet": draw(_QUIET, label="quiet"),
+    })
+    return {
+        **knobs,
         "target": draw(_BOOLEANS, label="target"),
         "classes": draw(_LOGIT_CLASSES, label="classes"),
         "dtype": draw(_DTYPES, label="dtype"),
@@ -168,15 +186,56 @@ def _functional_engines(draw, modes, shapes, chains):
     mode = draw(sc.token_modes(modes), label="mode")
     real = mode == "real-draft-token"
     capacity, width, nodes = draw(chains if real else shapes, label="shape")
-    return {
+    knobs = _quiet(draw, {
         "mode": mode,
         "method": draw(sc.methods(), label="method"),
         "width": width,
         "nodes": nodes,
         "x": draw(sc.acc_lens(width), label="x"),
         "capacity": capacity,
-        "quiet": draw(_QUIET, label="quiet"),
+    })
+    return {
+        **knobs,
         "tokens": real or draw(_BOOLEANS, label="tokens"),
         "vocab": draw(sc.vocab_sizes(), label="vocab"),
+        "seed": draw(sc.seeds(), label="seed"),
+    }
+
+
+MAX_V2_WIDTH = 5  # K + 1 for V2's engines: up to 4 speculative tokens
+MAX_V2_CAPACITY = 8  # vLLM's own V2 runs a request at a time in Triton's interpreter, ~75 ms each
+_V2_WIDTHS = st.integers(2, MAX_V2_WIDTH)
+_V2_CAPACITIES = sc.batch_sizes(1, MAX_V2_CAPACITY)
+_V2_VOCABS = st.sampled_from((16, 2, 5, 64))
+
+
+@functools.lru_cache(maxsize=None)
+def v2_engines(*, modes=vl.GREEDY):
+    """Engines running vLLM V2's synthetic sampler: knobs ``mode`` (which requests sample: one
+    of ``modes``, as a V2 case's), ``width`` (``K + 1``, 2 to :data:`MAX_V2_WIDTH`), ``length``
+    (the synthetic acceptance length; its rates are the minimum-variance schedule, CONTRACT.md
+    §13.3), ``capacity`` (up to :data:`MAX_V2_CAPACITY`), ``quiet``, ``vocab`` and ``seed``. A
+    quiet engine's length is ``f + 3/2``: a request of ``K`` real drafts accepts ``f`` or
+    ``f + 1`` of them, 1/2 each, so a stream stuck across a burst shows. Shrinks toward greedy
+    requests, K = 1, a length of 1 and capacity 1."""
+    unknown = set(modes) - set(vl.GREEDY)
+    if not modes or unknown:
+        raise ValueError(f"modes={modes!r} must be some of {vl.GREEDY}")
+    return _v2_engines(tuple(modes))
+
+
+@st.composite
+def _v2_engines(draw, modes):
+    mode = draw(st.sampled_from(modes), label="mode")
+    width = draw(_V2_WIDTHS, label="width")
+    quiet = draw(_QUIET, label="quiet")
+    lengths = st.sampled_from([f + 1.5 for f in range(width - 1)]) if quiet else vl.acceptance_lengths(width - 1)
+    return {
+        "mode": mode,
+        "width": width,
+        "length": draw(lengths, label="length"),
+        "capacity": draw(_V2_CAPACITIES, label="capacity"),
+        "quiet": quiet,
+        "vocab": draw(_V2_VOCABS, label="vocab"),
         "seed": draw(sc.seeds(), label="seed"),
     }

@@ -10,6 +10,7 @@ broken pytest) run ``simacc check`` on one property with ``-n 0`` and a short ti
 with the default limit and reports the times.
 """
 
+import dataclasses
 import functools
 import json
 import os
@@ -151,6 +152,24 @@ def test_a_change_of_directory_is_put_back_after_each_call(workdir):
     got = checked("changes_directory", PROCESS, FIXED)
     assert got[PROCESS][0] == Status.FAIL and f"working directory {workdir} -> " in got[PROCESS][1]
     assert got[FIXED][0] == Status.FAIL and Path.cwd() == workdir
+
+
+def test_a_stretch_of_seeded_calls_gives_what_as_many_calls_give_and_is_protected_as_they_are(workdir):
+    from simacc.properties import support
+
+    case = support.small_case(2.5, "multinomial", 0)
+    read = lambda index: int((index != -1).sum())  # noqa: E731
+    with Runner(impl.reference("eagle", "semantic"), "cpu") as runner:
+        one_by_one = [read(runner.run(dataclasses.replace(case, seed=seed)).returned) for seed in range(40)]
+        assert runner.sample(case, range(40), read) == one_by_one and not runner.changes
+    with Runner(impl.load(spec("changes_directory")), "cpu") as runner:
+        runner.sample(small_case(), range(3), read)
+        assert Path.cwd() == workdir and len(runner.changes) == 1  # put back after the stretch, and recorded
+        with pytest.raises(AssertionError, match="changed the process"):
+            runner.check_process()
+    with Runner(impl.load(spec("raises_keyboard_interrupt")), "cpu") as runner:
+        with pytest.raises(AssertionError, match="raised KeyboardInterrupt on cpu"):
+            runner.sample(small_case(), range(3), read)
 
 
 def test_a_keyboard_interrupt_the_code_raises_is_its_failure(workdir):

@@ -19,7 +19,7 @@ import pytest
 from simacc.commands import cli, report_html, verdict
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
-from simacc.harness.judging import distributions
+from simacc.harness.judging import distributions, statistics
 from simacc.harness.judging.distributions import Distribution
 from simacc.properties import support
 from simacc.properties import test_sampling as sampling
@@ -28,25 +28,33 @@ CLAMPED = "simacc.zoo.sampling:own_generator_clamps_the_mean"
 MULTINOMIAL = "multinomial_matches_the_rounded_clamped_gaussian"
 # what a 300-key run of sglang-jax's clamped mean gave at x = 0.4 (docs/output.md)
 SEEN = Distribution.of([1] * 197 + [2] * 85 + [3] * 16 + [4] * 2, support.gaussian_probabilities(0.4, 4),
-                       support.dkw_epsilon(300), "multinomial L counts (x=0.4, max_len=4)")
+                       "multinomial L counts (x=0.4, max_len=4)")
 
 
-def test_the_chart_puts_observed_beside_expected_and_marks_the_length_outside_the_band():
+def test_the_chart_puts_observed_beside_expected_and_marks_the_cdf_outside_its_band():
     assert SEEN.chart() == [
-        "L over 300 draws, observed (#) against expected (=); allowed: CDFs at most 0.156 apart",
-        "  L  observed                         expected                         CDF gap",
-        "  1  ##################        65.7%  ========================  86.4%    0.208  <- outside the band",
-        "  2  ########                  28.3%  ===                       11.8%    0.042",
-        "  3  #                          5.3%                             1.7%    0.006",
-        "  4  #                          0.7%                             0.1%    0.000",
+        "L over 300 draws, observed (#) against expected (=); the observed CDF must lie in its band",
+        "  L  observed                         expected                         CDF    band",
+        "  1  ##################        65.7%  ========================  86.4%  0.657  0.743-0.960  <- outside the band",
+        "  2  ########                  28.3%  ===                       11.8%  0.940  0.925-1.000",
+        "  3  #                          5.3%                             1.7%  0.993  0.977-1.000",
+        "  4  #                          0.7%                             0.1%  1.000  1.000",
     ]
 
 
+def test_each_length_has_the_band_of_the_test_narrower_where_the_cdf_is_near_0_or_1():
+    bands = statistics.cdf_bands(300, SEEN.expected)
+    assert list(zip(SEEN.low, SEEN.high)) == bands
+    widths = [high - low for low, high in bands[:3]]
+    assert widths[0] > widths[1] > widths[2]
+
+
 def test_lengths_outside_one_to_w_are_two_buckets_and_survive_json():
-    shown = Distribution.of([0, -3, 1, 2, 9, 2], [0.5, 0.5], 0.0, "L")
+    shown = Distribution.of([0, -3, 1, 2, 9, 2], [0.5, 0.5], "L")
     assert (shown.labels, shown.observed, shown.expected) == (("<1", "1", "2", ">2"), (2, 1, 2, 1), (0, 0.5, 0.5, 0))
+    assert (shown.low[0], shown.high[0], shown.low[-1], shown.high[-1]) == (0.0, 0.0, 1.0, 1.0)
     assert Distribution.from_json(json.loads(json.dumps(shown.to_json()))) == shown
-    assert shown.chart()[0].endswith("allowed: no other length") and shown.chart()[2].endswith("<- outside the band")
+    assert shown.chart()[2].endswith("0.333  0.000  <- outside the band") and shown.outside() == [True, False, True, False]
 
 
 def test_a_failing_distribution_property_carries_what_it_observed():
@@ -54,9 +62,12 @@ def test_a_failing_distribution_property_carries_what_it_observed():
     with Runner(impl.load(CLAMPED, level="semantic"), "cpu", 30) as runner, pytest.raises(AssertionError) as failed:
         prop.run(runner, x=0.4)
     shown = distributions.carried(failed.value)
-    assert shown.labels == ("1", "2", "3", "4") and shown.runs == sampling.RUNS
+    runs = sampling.MULTINOMIAL_DRAWS[0.4]
+    assert shown.labels == ("1", "2", "3", "4") and shown.runs == runs
     assert shown.expected == tuple(support.gaussian_probabilities(0.4, 4))
-    assert max(shown.gaps()) > shown.allowed == support.dkw_epsilon(sampling.RUNS)
+    share = statistics.FALSE_ALARM / len(sampling.MULTINOMIAL_DRAWS)  # the parametrization's share of 1e-6
+    assert list(zip(shown.low, shown.high)) == statistics.cdf_bands(runs, shown.expected, share)
+    assert shown.outside()[0]
 
 
 def test_a_plain_pytest_report_gets_the_data_and_the_chart_in_its_failure_text():
@@ -76,11 +87,11 @@ def test_check_prints_the_chart_in_the_failure_block_and_writes_it_in_json_junit
     out = capsys.readouterr().out
     assert code == 1
     block = out.split("\n\n")[0]
-    assert "\n  L over 1000 draws, observed (#) against expected (=); allowed: CDFs at most 0.085 apart\n" in block
-    assert re.search(r"\n    1  #+ +\d+\.\d%  =+ +86\.4%    0\.\d{3}  <- outside the band\n", block), block
+    assert "\n  L over 1000 draws, observed (#) against expected (=); the observed CDF must lie in its band\n" in block
+    assert re.search(r"\n    1  #+ +\d+\.\d%  =+ +86\.4%  0\.\d{3}  0\.\d{3}-0\.\d{3}  <- outside the band\n", block), block
     (row,) = json.loads((tmp_path / "v.json").read_text())["results"]
     assert row["distribution"]["expected"] == support.gaussian_probabilities(0.4, 4)
-    assert sum(row["distribution"]["observed"]) == sampling.RUNS
+    assert sum(row["distribution"]["observed"]) == sampling.MULTINOMIAL_DRAWS[0.4]
     failure = ET.parse(tmp_path / "v.xml").getroot().find(".//failure").text
     assert "\nL over 1000 draws, observed (#) against expected (=)" in failure and "\nreplay: simacc check " in failure
     page = (tmp_path / "report.html").read_text()
@@ -128,8 +139,8 @@ def test_repro_draws_the_chart_of_a_serving_loops_burst(tmp_path, monkeypatch, c
     (tmp_path / "burst.json").write_text(json.dumps(record))
     assert cli.main(["repro", str(tmp_path / "burst.json"), "--impl", record["impl"]]) == 1
     out = capsys.readouterr().out
-    assert "\nFAIL: multinomial L counts over a burst of 64 steps (x=2.5, max_len=4)=" in out
-    assert "\n  L over 64 draws, observed (#) against expected (=); allowed: CDFs at most 0.337 apart\n" in out, out
+    assert "\nFAIL: multinomial L counts over a burst of 64 steps seeded once (x=2.5, max_len=4)=" in out
+    assert "\n  L over 64 draws, observed (#) against expected (=); the observed CDF must lie in its band\n" in out, out
 
 
 @pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")

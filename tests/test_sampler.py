@@ -9,6 +9,10 @@ Every expected length here is a literal. The literal draws behind them, for refe
 The consumption tests compare ``torch.get_rng_state()`` after a call with the state after
 performing the documented draws by hand, so a call that draws once too often (or with a
 different distribution call) fails even when it happens to return the right length.
+
+The law of the sampler's lengths is tested here, with the designs of the distribution
+properties (CONTRACT.md §9.4): those apply at the semantic level only, an exact-level
+implementation being held to this sampler's own draws.
 """
 
 import math
@@ -17,6 +21,8 @@ import pytest
 import torch
 
 import simacc as sa
+from simacc.harness.judging import statistics
+from simacc.properties import test_sampling
 
 NAN = math.nan
 INF = math.inf
@@ -205,3 +211,35 @@ def test_each_function_consumes_exactly_the_documented_draws(seed, call, draws):
     torch.manual_seed(seed)
     call()
     assert_state(state_after(seed, *draws), "the call")
+
+
+@pytest.mark.parametrize("design", test_sampling.designs(), ids=lambda d: f"{d.prop.split('_')[0]}-{d.where}")
+def test_the_sampler_draws_the_documented_law(design):
+    """The lengths of seeds ``0..n-1`` pass the distribution property's own test of the law."""
+    method = "multinomial" if design.prop.startswith("multinomial") else "match-expected"
+    x = float(design.where.removeprefix("x="))
+    lengths = []
+    for seed in range(design.runs):
+        torch.default_generator.manual_seed(seed)  # torch.manual_seed costs about a millisecond a call here
+        lengths.append(sa.sample_simulated_acc_len(x, method, len(design.probabilities)))
+    assert statistics.cdf_test(lengths, design.probabilities, design.false_alarm).passed
+
+
+
+def test_the_exact_levels_oracle_draws_by_hand_and_agrees_with_the_sampler_draw_for_draw(monkeypatch):
+    """``support.documented_draws``, the oracle of the exact level's length claims, runs none of
+    simacc's samplers (a change to the sampler, as mutation testing makes, fails those claims
+    where no distribution property runs), and gives the sampler's own lengths."""
+    from simacc.harness.model import cases
+    from simacc.properties import support
+
+    drawn = [support.small_case(x, method, seed) for x in (0.4, 2.0, 2.05, 2.5, 3.95, 6.5, INF)
+             for method in ("match-expected", "multinomial") for seed in range(40)]
+    expected = [case.expected_length() for case in drawn]
+
+    def absent(*args):
+        raise AssertionError("the oracle ran the sampler")
+
+    monkeypatch.setattr(cases, "sample_simulated_acc_len", absent)
+    monkeypatch.setattr(sa, "sample_simulated_acc_len", absent)
+    assert [support.documented_draws(case)[0] for case in drawn] == expected

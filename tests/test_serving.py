@@ -22,8 +22,9 @@ from simacc.harness.config import grad_modes, profiles
 from simacc.harness.config import settings as opts
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.model.programs import Program
-from simacc.properties import serving
+from simacc.properties import serving, serving_v2, support
 from simacc.strategies import serving as sv
+from simacc.strategies import vllm as vl
 
 REPO = Path(__file__).resolve().parents[1]
 LOOP = "serving_loop_conforms_at_every_step"
@@ -116,9 +117,13 @@ def test_a_program_its_machine_cannot_run_is_refused_before_any_call(knobs, step
     (serving.KernelLoop, sv.kernel_engines, simacc.TOKEN_MODES),
     (serving.DflashLoop, sv.dflash_engines, simacc.TOKEN_MODES),
     (serving.FunctionalLoop, sv.functional_engines, simacc.TOKEN_MODES),
+    (serving_v2.V2Loop, sv.v2_engines, vl.GREEDY),
 ])
 def test_every_engine_the_strategies_draw_is_one_a_program_file_may_hold(layout, engines, modes):
     machine = serving.machine_for(layout, modes)(None)
+    quiet = machine.quiet_knobs
+    if quiet is not None:  # the fixed programs' knobs too (a layout with an x takes the method as well)
+        machine.check_program(Program(layout.__name__, {**quiet, "method": "multinomial"} if "x" in quiet else quiet, ()))
 
     @settings(database=None, derandomize=True, max_examples=50, phases=[Phase.generate])
     @given(engines(modes=modes))
@@ -215,3 +220,24 @@ def test_a_burst_rejects_a_semantic_port_whose_generator_never_advances(tmp_path
     assert isinstance(error, AssertionError) and "L counts over a burst of 64 steps" in str(error)
     with Runner(impl.reference("eagle", "semantic"), "cpu") as runner:
         assert prop.replay(runner, quiet) is None
+
+
+def test_a_v2_program_with_a_length_outside_its_knob_is_refused():
+    knobs = {**serving_v2.V2Loop.quiet_knobs, "length": 4.5}  # K = 3: at most 4
+    with Runner(impl.reference("vllm_v2"), "cpu") as runner:
+        with pytest.raises(reprofile.ReproError, match="outside"):
+            serving_v2.V2Loop.of(runner).replay(Program("V2Loop", knobs, (("join", {"count": 1}),)))
+        assert runner.last is None
+
+
+@pytest.mark.parametrize("mode", [torch.inference_mode, torch.no_grad])
+def test_a_held_result_keeps_no_reference_to_the_result_object(mode):
+    import sys
+
+    with mode():
+        result = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    before = sys.getrefcount(result)
+    alias, copy = support.held(result)
+    assert sys.getrefcount(result) == before  # a pool counting references sees the result free
+    assert support.shares_storage(alias, result) and not support.shares_storage(copy, result)
+    assert torch.equal(alias, result) and torch.equal(copy, result)

@@ -122,13 +122,12 @@ def plot(distribution):
     shares.set(xticks=x, xticklabels=d.labels, xlabel="L", ylabel="share of the draws", title="each length",
                ylim=(0, top * 1.3))  # room above the bars for the legend, which must not hide one
     shares.legend(frameon=False, fontsize="small", loc="upper center", ncols=2)
-    low = [max(0.0, e - d.allowed) for e in expected_cdf]
-    high = [min(1.0, e + d.allowed) for e in expected_cdf]
-    band = f"allowed: expected ± {d.allowed:.3f}" if d.allowed else "allowed: exactly the expected"
-    cdf.bar(x, [h - lo for h, lo in zip(high, low)], bottom=low, width=0.5, color=GREY, alpha=0.35, label=band)
+    low, high = d.low, d.high
+    cdf.bar(x, [h - lo for h, lo in zip(high, low)], bottom=low, width=0.5, color=GREY, alpha=0.35,
+            label="allowed: the band at each length")
     cdf.hlines(expected_cdf, [i - 0.25 for i in x], [i + 0.25 for i in x], color="#3a3a3c", label="expected")
     cdf.plot(x, observed_cdf, "o-", color=RED, linewidth=1, markersize=4, label="observed")
-    outside = [i for i, gap in enumerate(d.gaps()) if gap > d.allowed + 1e-12]
+    outside = [i for i, out in enumerate(d.outside()) if out]
     cdf.plot(outside, [observed_cdf[i] for i in outside], "o", markersize=11, markerfacecolor="none",
              markeredgecolor=RED, label="outside the band")
     cdf.set(xticks=x, xticklabels=d.labels, xlabel="L", ylabel="P(length <= L)", ylim=(-0.03, 1.08),

@@ -6,6 +6,7 @@ run, or another tensor-parallel rank, would draw). Everything after the draw is
 :func:`simacc.zoo.base.simulate`.
 """
 
+import fractions
 import math
 import random
 
@@ -26,7 +27,7 @@ def _clamped(x, width):
 # -- bounds ---------------------------------------------------------------------------------
 
 
-@register("sampling bounds", "length_matches_the_documented_draw", "multinomial_matches_the_rounded_clamped_gaussian")
+@register("sampling bounds", "length_matches_the_documented_draw")
 def clamps_to_spec_steps(accept_index, predict, num_correct_drafts, candidates, target_predict,
                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """Samples with max_len = spec_steps instead of spec_steps + 1 (full acceptance impossible)."""
@@ -45,7 +46,7 @@ def max_len_one_past_width(accept_index, predict, num_correct_drafts, candidates
 # -- distribution -----------------------------------------------------------------------------
 
 
-@register("sampling distribution", "length_matches_the_documented_draw", "match_expected_has_the_documented_mean_and_support")
+@register("sampling distribution", "length_matches_the_documented_draw")
 def match_expected_floors(accept_index, predict, num_correct_drafts, candidates, target_predict,
                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """match-expected returns floor(x) without a draw instead of rounding stochastically."""
@@ -58,7 +59,7 @@ def match_expected_floors(accept_index, predict, num_correct_drafts, candidates,
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
-@register("sampling distribution", "length_matches_the_documented_draw", "match_expected_has_the_documented_mean_and_support")
+@register("sampling distribution", "length_matches_the_documented_draw")
 def match_expected_swaps_the_weights(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                      bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """match-expected draws with weights [frac, 1 - frac], so E[L] is lo + 1 - frac."""
@@ -72,7 +73,7 @@ def match_expected_swaps_the_weights(accept_index, predict, num_correct_drafts, 
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
-@register("sampling distribution", "length_matches_the_documented_draw", "multinomial_matches_the_rounded_clamped_gaussian")
+@register("sampling distribution", "length_matches_the_documented_draw")
 def multinomial_truncates(accept_index, predict, num_correct_drafts, candidates, target_predict,
                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """multinomial truncates the clamped Gaussian draw with int() instead of rounding it."""
@@ -257,3 +258,91 @@ def own_generator_per_request(accept_index, predict, num_correct_drafts, candida
         for i, length in enumerate(lengths):
             base.write_tokens(predict, out[i : i + 1], candidates[i : i + 1], target_predict[i : i + 1], length)
     return out
+
+
+# -- ports with a law of their own making, one step wrong, and the same steps right (semantic level) --------
+#
+# Each mistake here passed every property until the checks were strengthened (CONTRACT.md §9.4):
+# a spread of 0.71, an expected length up to 0.1 low, a generator that never advances.
+
+
+def _box_muller(gen, factor):
+    """A standard normal draw from two uniforms of ``gen``: ``sqrt(-factor ln u1) cos(2 pi u2)``
+    (Box-Muller with ``factor`` 2)."""
+    u1, u2 = (1.0 - torch.rand((), generator=gen, dtype=torch.float64)).item(), torch.rand((), generator=gen).item()
+    return math.sqrt(-factor * math.log(u1)) * math.cos(2 * math.pi * u2)
+
+
+def _port_length(x, method, width, gen, factor=2.0, weight=None):
+    """``L`` by the documented law (CONTRACT.md §9) from ``gen``: the Gaussian by Box-Muller with
+    ``factor``; match-expected's ``hi`` when a uniform falls below ``weight(x')`` (by default the
+    exact fraction of the clamped length)."""
+    if method == "multinomial":
+        return int(round(max(1.0, min(float(width), x + _box_muller(gen, factor)))))
+    clamped = min(max(fractions.Fraction(x), 1), width) if math.isfinite(x) else fractions.Fraction(width)
+    lo = math.floor(clamped)
+    frac = (weight or (lambda c: c - math.floor(c)))(clamped)
+    return lo + int(lo < width and fractions.Fraction(torch.rand((), generator=gen, dtype=torch.float64).item()) < frac)
+
+
+def _port(simulate_acc_len, simulate_acc_method, spec_steps, draw):
+    """Check the length and the method, then ``draw(x, method, W)``."""
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method not in ("multinomial", "match-expected"):
+        raise ValueError(f"unknown simulate_acc_method {simulate_acc_method!r}")
+    return draw(simulate_acc_len, simulate_acc_method, spec_steps + 1)
+
+
+@register("correct", level="semantic")
+def own_law_on_a_copy_of_the_generator(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                       spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                       simulate_acc_token_mode="fixed"):
+    """Correct at the semantic level: draws from a copy of the default generator, hands the advanced state back (Box-Muller, exact fractions)."""
+
+    def draw(x, method, width):
+        gen = torch.Generator()
+        gen.set_state(torch.default_generator.get_state())
+        length = _port_length(x, method, width, gen)
+        torch.default_generator.set_state(gen.get_state())
+        return length
+
+    length = _port(simulate_acc_len, simulate_acc_method, spec_steps, draw)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
+                         simulate_acc_token_mode)
+
+
+@register("generator", "serving_loop_conforms_at_every_step", level="semantic")
+def own_law_inside_fork_rng(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                            simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+    """Draws L its own way from the default generator inside torch.random.fork_rng, which never advances it."""
+
+    def draw(x, method, width):
+        with torch.random.fork_rng(devices=[]):
+            return _port_length(x, method, width, torch.default_generator)
+
+    length = _port(simulate_acc_len, simulate_acc_method, spec_steps, draw)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
+                         simulate_acc_token_mode)
+
+
+@register("sampling distribution", "multinomial_matches_the_rounded_clamped_gaussian", level="semantic")
+def own_generator_box_muller_without_the_two(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                             bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                             simulate_acc_token_mode="fixed"):
+    """Draws the Gaussian by Box-Muller as sqrt(-ln u1) cos(2 pi u2), the 2 under the root left out: sigma 0.71, not 1."""
+    length = _port(simulate_acc_len, simulate_acc_method, spec_steps,
+                   lambda x, method, width: _port_length(x, method, width, _own_generator(), factor=1.0))
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
+                         simulate_acc_token_mode)
+
+
+@register("sampling distribution", "match_expected_has_the_documented_mean_and_support", level="semantic")
+def own_generator_length_in_tenths(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                   spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                   simulate_acc_token_mode="fixed"):
+    """Keeps the length in tenths of a token (int(10 x) / 10, a setting stored to one decimal): E[L] low by up to 0.1."""
+    tenths = lambda c: fractions.Fraction(int(c * 10), 10) - math.floor(c)  # noqa: E731
+    length = _port(simulate_acc_len, simulate_acc_method, spec_steps,
+                   lambda x, method, width: _port_length(x, method, width, _own_generator(), weight=tenths))
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
+                         simulate_acc_token_mode)

@@ -9,6 +9,8 @@ buffer kept across calls is made under ``torch.inference_mode(False)``: a normal
 which any later call may update whatever its grad mode (CONTRACT.md §11.1).
 """
 
+import sys
+
 import torch
 
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
@@ -16,6 +18,7 @@ from simacc.zoo import base, dflash, functional, kernel
 from simacc.zoo.base import register
 
 POOL = 4  # output buffers a pool hands out in turn
+GRAPH_ROWS = 8192  # rows of a pool's buffers (a server's --cuda-graph-max-bs), past every batch: a failure at any start
 WRAP = 4  # calls a captured length lasts
 ROWS = 512  # rows a block of the blocked kernel covers
 
@@ -39,11 +42,37 @@ def index_from_a_pool_of_buffers(accept_index, predict, num_correct_drafts, cand
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
     pool = _POOLS.get((width, accept_index.device))
-    if pool is None or pool[0].shape[0] < bs:  # sized for the largest batch so far, as a graph's outputs are
-        pool = [_kept((bs, width), torch.int32, accept_index.device) for _ in range(POOL)]
-        _POOLS[(width, accept_index.device)] = pool
+    if pool is None:  # sized for the largest batch a graph is captured for, as a graph's outputs are
+        pool = _POOLS[(width, accept_index.device)] = [_kept((GRAPH_ROWS, width), torch.int32, accept_index.device)
+                                                         for _ in range(POOL)]
     pool.append(pool.pop(0))
     out = pool[-1][:bs]
+    out.copy_(base.index(accept_index[:, 0], length, width))
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+_POOLED = {}  # (shape, device): output buffers of that shape, recycled once nobody else references them
+
+
+def _pooled(shape, device):
+    """A buffer of ``shape`` nobody but the pool references (``sys.getrefcount``), or a new one
+    made in the caller's grad mode (an inference tensor under inference mode)."""
+    buffers = _POOLED.setdefault((shape, device), [])
+    for buffer in buffers:
+        if sys.getrefcount(buffer) == 3:  # the list, this loop's name and getrefcount's argument: no caller
+            return buffer
+    buffers.append(torch.empty(shape, dtype=torch.int32, device=device))
+    return buffers[-1]
+
+
+@register("serving", "result_is_fresh_across_calls", "serving_loop_conforms_at_every_step")
+def index_from_a_refcounted_pool(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                 simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Returns a pooled buffer of its shape, recycled once only the pool references it: a caller keeping a view or the data of a result sees it overwritten."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = _pooled((bs, width), accept_index.device)
     out.copy_(base.index(accept_index[:, 0], length, width))
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
@@ -108,9 +137,9 @@ def kernel_index_from_a_pool_of_buffers(*, accept_indices, predict_tokens, num_c
     """The kernel op writing its index into four static output buffers in turn (a CUDA-graph port's outputs)."""
     bs = accept_indices.shape[0]
     pool = _POOLS.get(("kernel", width, accept_indices.device))
-    if pool is None or pool[0].shape[0] < bs:
-        pool = [_kept((bs, width), torch.int32, accept_indices.device) for _ in range(POOL)]
-        _POOLS[("kernel", width, accept_indices.device)] = pool
+    if pool is None:
+        pool = _POOLS[("kernel", width, accept_indices.device)] = [
+            _kept((GRAPH_ROWS, width), torch.int32, accept_indices.device) for _ in range(POOL)]
     pool.append(pool.pop(0))
     out = pool[-1][:bs]
     out.copy_(kernel._index(accept_indices, width, num_accept_tokens))
@@ -202,6 +231,19 @@ def index_from_cached_templates(accept_index, predict, num_correct_drafts, candi
 
 
 _WORKSPACES = {}
+
+
+@register("correct")
+def index_copied_out_of_a_refcounted_pool(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                          bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                          simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: builds the index in a pooled buffer recycled by reference count, and returns a copy of it."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = _pooled((bs, width), accept_index.device)
+    out.copy_(base.index(accept_index[:, 0], length, width))
+    return base.finish(out.clone(), length, predict, num_correct_drafts, candidates, target_predict,
+                       simulate_acc_token_mode)
 
 
 @register("correct")

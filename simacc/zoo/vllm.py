@@ -611,3 +611,67 @@ def v2_counts_the_bonus_twice(*, target_logits, draft_sampled, cu_num_logits, po
 
     return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                     synthetic_conditional_rates)
+
+
+# V2 ports written from scratch: a counter-based generator of their own, keyed by the request's
+# seed and a counter, as V2 keys Philox. The mutant counts from the request's first draft, the
+# correct port takes the logit's position in the sequence (§17.3).
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix(x):
+    """splitmix64's finaliser on a 64-bit word."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _uniform(seed, counter, lane):
+    """A uniform in (0, 1) from ``(seed, counter, lane)``: splitmix64 over the three in turn."""
+    h = 0
+    for word in (seed, counter, lane):
+        h = _splitmix(h ^ (word & _MASK64))
+    return ((h >> 11) + 0.5) / 2.0**53
+
+
+def _v2_from_counters(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                      synthetic_conditional_rates, counter):
+    """V2's walk and tokens, request by request, every random number ``_uniform(seed, counter(start, i), lane)``
+    for the request's logit ``start + i`` (lane 0 its acceptance uniform, lane ``1 + v`` token ``v``'s noise)."""
+    starts, seeds, drafts = cu_num_logits.tolist(), seed.tolist(), draft_sampled.tolist()
+    rates, greedy = synthetic_conditional_rates.tolist(), (temperature == 0).tolist()
+    sampled = torch.full((len(starts) - 1, num_speculative_steps + 1), -1, dtype=torch.int64)
+    num_sampled = torch.zeros(len(starts) - 1, dtype=torch.int32)
+    for r, (start, end) in enumerate(zip(starts, starts[1:])):
+        n, a = end - start - 1, 0
+        while a < n and drafts[start + a + 1] >= 0 and _uniform(seeds[r], counter(start, a), 0) < rates[a]:
+            a += 1
+        scores = target_logits[start + a].double().cpu()
+        if not greedy[r]:
+            if a < n and drafts[start + a + 1] >= 0:
+                scores[drafts[start + a + 1]] = -math.inf
+            noise = [_uniform(seeds[r], counter(start, a), 1 + v) for v in range(scores.shape[0])]
+            scores = scores - torch.tensor(noise, dtype=torch.float64).log().neg().log()  # Gumbel-max
+        sampled[r, :a] = torch.tensor(drafts[start + 1 : start + 1 + a], dtype=torch.int64)
+        sampled[r, a] = int(scores.argmax())
+        num_sampled[r] = a + 1
+    return sampled.to(target_logits.device), num_sampled.to(target_logits.device)
+
+
+@register("independence", "vllm_v2_serving_loop_conforms_at_every_step")
+def v2_counts_from_the_first_draft(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                   num_speculative_steps, synthetic_conditional_rates):
+    """Keys each random number on the request's seed and the logit's index within the request, not its position."""
+    return _v2_from_counters(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                             synthetic_conditional_rates, lambda start, i: i)
+
+
+@register("correct")
+def v2_counts_by_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates):
+    """Correct: keys each random number on the request's seed and the logit's position in the sequence."""
+    positions = pos.tolist()
+    return _v2_from_counters(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                             synthetic_conditional_rates, lambda start, i: positions[start + i])

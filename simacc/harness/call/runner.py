@@ -243,6 +243,53 @@ class Runner:
             raise failure from cause
         return outcome
 
+    def sample(self, case, seeds, read):
+        """``[read(result)]`` of ``case`` called once from each seed of ``seeds`` (the CPU
+        generator seeded with it): the statistical properties' thousands of small calls, about
+        three times cheaper than as many :meth:`run` calls. The case's tensors are made once (a
+        call may write into them: ``read`` reads only what it returned, at once, and must not
+        raise: what it raises is reported as the implementation's error), and the
+        process, the output and the harness are protected around the whole stretch instead of
+        each call (a change to the process fails the property, :meth:`check_process`); every
+        call keeps its time limit. An error of the implementation fails the property, as in
+        :meth:`run`."""
+        device = self.device
+        self.check_import()
+        self.last = (case, device)
+        with grad_modes.entered(self.context):
+            args = case.args(device)
+        call, found, generator = self._entry(args), [], torch.default_generator
+
+        def stretch(kwargs):
+            for seed in seeds:
+                generator.manual_seed(seed)
+                watch.beat(self.timeout)
+                found.append(read(tamper.plain(self._limited(call, kwargs))))
+            return found
+
+        interrupts = self._interrupts.count
+        try:
+            return self._protected(stretch, args, limited=False)
+        except ImplementationHung:
+            watch.note_hang()
+            raise ImplementationHung(explain.message(
+                f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)",
+                case)) from None
+        except HarnessModified:
+            raise
+        except KeyboardInterrupt as e:
+            if self._interrupts.real_since(interrupts):
+                raise
+            error = _released(e)
+        except BaseException as e:  # noqa: BLE001 - reported, never swallowed
+            error = _released(e)
+        finally:
+            if self._changed:
+                self.changes.append((self._changed, case))
+        said = " ".join(_said(error).split())
+        raise ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {device}", case)) from _bounded(
+            error)
+
     def check_process(self):
         """Raise :class:`ProcessChanged` when any call this runner made changed the process
         (CONTRACT.md §11.4; each change was restored after its call)."""
@@ -259,9 +306,14 @@ class Runner:
             raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
 
     def _call(self, args):
+        return self._protected(self._entry(args), args)
+
+    def _entry(self, args):
+        """The call of the implementation on ``args``: in the runner's grad mode, and on a CUDA
+        input's device with a synchronisation after it, when there is one."""
         cuda = next((v.device for v in args.values() if isinstance(v, torch.Tensor) and v.is_cuda), None)
         if cuda is None:
-            return self._protected(self._in_mode, args)
+            return self._in_mode
 
         def on_device(kwargs):
             with torch.cuda.device(cuda):
@@ -269,7 +321,7 @@ class Runner:
                 torch.cuda.synchronize(cuda)
             return returned
 
-        return self._protected(on_device, args)
+        return on_device
 
     def _in_mode(self, kwargs):
         with grad_modes.entered(self.context):
@@ -296,15 +348,16 @@ class Runner:
 
     # -- protecting the process and the harness from the call (docs/trust.md) ----------------
 
-    def _protected(self, fn, args):
-        """``fn(args)`` under the time limit, with the process state restored afterwards
-        (what changed kept for the outcome), the output kept up to a bound, a heartbeat for
-        a supervisor while it runs, and the harness checked once it is over."""
+    def _protected(self, fn, args, limited=True):
+        """``fn(args)`` under the time limit (``limited`` False: ``fn`` limits each call it
+        makes), with the process state restored afterwards (what changed kept for the
+        outcome), the output kept up to a bound, a heartbeat for a supervisor while it runs,
+        and the harness checked once it is over."""
         before = process_state.snapshot()
         self._capture.start()
         watch.beat(self.timeout)
         try:
-            return self._limited(fn, args)
+            return self._limited(fn, args) if limited else fn(args)
         finally:
             watch.rest()
             self._capture.stop()

@@ -17,8 +17,9 @@ returns a Hypothesis ``RuleBasedStateMachine`` for the runner; Hypothesis runs p
 its rules. A program of up to :data:`STEPS` steps costs about as many calls as that many
 examples, so such a property runs one program for every :data:`PROGRAM_SHARE` examples of
 the profile (or of ``--simacc-max-examples``), at least :data:`MIN_PROGRAMS` (or as many
-as the examples, when fewer). Its machine
-records the steps it ran, and replays them (``replay(program)``) from a repro file.
+as the examples, when fewer), after the machine's fixed programs (``fixed_programs()``: knobs
+chosen where a check is most sensitive, run like explicit examples). Its machine records the
+steps it ran, and replays them (``replay(program)``) from a repro file.
 """
 
 import fnmatch
@@ -265,6 +266,9 @@ class Property:
                                      report_multiple_bugs=False)
 
         def test(**params):
+            if hypothesis.Phase.explicit in chosen.phases:  # its fixed programs, as explicit examples
+                for program in self.body(simacc=runner).fixed_programs():
+                    self.body(simacc=runner).replay(program)
             run_state_machine_as_test(machine, settings=chosen)
 
         return test

@@ -1,5 +1,5 @@
 """What a failing distribution property hands the reports: how often each length came up against
-the share the contract documents, and how far apart the check let the two CDFs be, as data.
+the share the contract documents, and where the check let the observed CDF lie, as data.
 
 A property attaches a :class:`Distribution` to the ``AssertionError`` it raises
 (:func:`simacc.harness.judging.assertions.check`); the plugin puts it in the report's structured data
@@ -8,13 +8,16 @@ front end draws it: a text chart in the failure block and in ``simacc repro`` (:
 a plot in the HTML report (:mod:`simacc.commands.report_html`). Nothing is read back from the
 message text.
 
-The statistical properties compare CDFs (the DKW bound: ``|F_emp(k) - F(k)| <= allowed`` at
-every ``k``), so the band is a band around the expected CDF; the chart shows the shares of each
-length (what a person reads at a glance) and, per length, how far the CDFs are apart (what the
-check judged).
+The statistical properties compare CDFs (:func:`simacc.harness.judging.statistics.cdf_test`: at
+each length the observed CDF must lie in a band around the documented one, narrower where the
+documented CDF is near 0 or 1), so the record holds each length's band; the chart shows the
+shares of each length (what a person reads at a glance) and, per length, the observed CDF and its
+band (what the check judged).
 """
 
 from dataclasses import dataclass
+
+from simacc.harness.judging import statistics
 
 BAR = 24  # characters of the longest bar in a chart
 KEY = "simacc_distribution"  # its attribute on the error, and its name in a report's user_properties
@@ -23,30 +26,37 @@ KEY = "simacc_distribution"  # its attribute on the error, and its name in a rep
 @dataclass(frozen=True)
 class Distribution:
     """``observed[i]`` draws gave the length ``labels[i]``, whose documented probability is
-    ``expected[i]``; ``allowed`` is the largest CDF gap the check accepted (0: only the
-    documented lengths). ``what`` says what was counted. Lengths outside ``[1, W]`` are two
-    buckets, ``<1`` and ``>W``, so the record stays small whatever an implementation returns."""
+    ``expected[i]``; the check accepts an observed CDF in ``[low[i], high[i]]`` there (both the
+    documented CDF where it is 0 or 1: no other length). ``what`` says what was counted.
+    Lengths outside ``[1, W]`` are two buckets, ``<1`` and ``>W``, so the record stays small
+    whatever an implementation returns."""
 
     what: str
     labels: tuple
     observed: tuple
     expected: tuple
-    allowed: float
+    low: tuple
+    high: tuple
 
     @classmethod
-    def of(cls, lengths, probabilities, allowed, what):
-        """From the lengths drawn and ``probabilities`` (``P(L = k)``, ``k = 1..W``)."""
+    def of(cls, lengths, probabilities, what, false_alarm=statistics.FALSE_ALARM):
+        """From the lengths drawn and ``probabilities`` (``P(L = k)``, ``k = 1..W``), with the
+        bands of the test at ``false_alarm``."""
         width = len(probabilities)
         below = sum(n < 1 for n in lengths)
         above = sum(n > width for n in lengths)
         labels = [str(k) for k in range(1, width + 1)]
         observed = [lengths.count(k) for k in range(1, width + 1)]
         expected = [float(p) for p in probabilities]
+        bands = statistics.cdf_bands(len(lengths), expected, false_alarm)
         if below:
             labels, observed, expected = ["<1", *labels], [below, *observed], [0.0, *expected]
+            bands = [(0.0, 0.0), *bands]
         if above:
             labels, observed, expected = [*labels, f">{width}"], [*observed, above], [*expected, 0.0]
-        return cls(what, tuple(labels), tuple(observed), tuple(expected), float(allowed))
+            bands = [*bands, (1.0, 1.0)]
+        return cls(what, tuple(labels), tuple(observed), tuple(expected), tuple(float(lo) for lo, _ in bands),
+                   tuple(float(hi) for _, hi in bands))
 
     @property
     def runs(self):
@@ -65,34 +75,40 @@ class Distribution:
             expected.append(e)
         return observed, expected
 
-    def gaps(self):
-        """``|F_emp - F|`` at each length."""
-        return [abs(o - e) for o, e in zip(*self.cdfs())]
+    def outside(self):
+        """Whether the observed CDF lies outside its band, at each length."""
+        return [not lo - 1e-12 <= o <= hi + 1e-12 for o, lo, hi in zip(self.cdfs()[0], self.low, self.high)]
 
     def chart(self):
         """The text chart: a line per length with its observed and expected shares as bars
-        (``#`` and ``=``, one scale) and the CDF gap there, marked where it is past the band.
-        It follows the failure's message, which says what was counted."""
+        (``#`` and ``=``, one scale), the observed CDF there and the band the check accepts
+        for it, marked where it lies outside. It follows the failure's message, which says
+        what was counted."""
         shares = self.shares()
         top = max([*shares, *self.expected, 1e-12])
         width = max(len("L"), *(len(label) for label in self.labels))
-        band = "no other length" if self.allowed == 0 else f"CDFs at most {self.allowed:.3f} apart"
-        lines = [f"L over {self.runs} draws, observed (#) against expected (=); allowed: {band}",
-                 f"  {'L':>{width}}  {'observed':<{BAR + 7}}  {'expected':<{BAR + 7}}  CDF gap"]
-        for label, n, share, p, gap in zip(self.labels, self.observed, shares, self.expected, self.gaps()):
-            mark = "  <- outside the band" if gap > self.allowed + 1e-12 else ""
+        lines = [f"L over {self.runs} draws, observed (#) against expected (=); the observed CDF must lie in its band",
+                 f"  {'L':>{width}}  {'observed':<{BAR + 7}}  {'expected':<{BAR + 7}}  CDF    band"]
+        observed_cdf, outside = self.cdfs()[0], self.outside()
+        for i, (label, n, share, p) in enumerate(zip(self.labels, self.observed, shares, self.expected)):
+            mark = "  <- outside the band" if outside[i] else ""
             lines.append(f"  {label:>{width}}  {_bar(share, top, '#', n)} {share:6.1%}  {_bar(p, top, '=')} {p:6.1%}  "
-                         f"{gap:7.3f}{mark}")
+                         f"{observed_cdf[i]:.3f}  {_band(self.low[i], self.high[i])}{mark}")
         return lines
 
     def to_json(self):
         return {"what": self.what, "labels": list(self.labels), "observed": list(self.observed),
-                "expected": list(self.expected), "allowed": self.allowed}
+                "expected": list(self.expected), "low": list(self.low), "high": list(self.high)}
 
     @classmethod
     def from_json(cls, data):
         return cls(data["what"], tuple(data["labels"]), tuple(data["observed"]), tuple(data["expected"]),
-                   float(data["allowed"]))
+                   tuple(float(v) for v in data["low"]), tuple(float(v) for v in data["high"]))
+
+
+def _band(low, high):
+    """A band as the chart prints it: ``0.801-0.917``, or the one value allowed."""
+    return f"{low:.3f}" + ("" if high == low else f"-{high:.3f}")
 
 
 def _bar(share, top, char, seen=0):

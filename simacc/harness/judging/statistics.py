@@ -22,7 +22,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-FALSE_ALARM = 1e-6  # per statistical test: every bound below is chosen for it
+FALSE_ALARM = 1e-6  # per property run: a property that makes several checks gives each a share (CONTRACT.md §9.4)
 
 
 def bernoulli_kl(a, b):
@@ -50,8 +50,8 @@ def band(n, expected, points, false_alarm=FALSE_ALARM):
     limit = budget(points, false_alarm) / n
 
     def edge(inside, outside):  # bisection on the monotone KL between expected and the bound
-        if bernoulli_kl(outside, expected) <= limit:  # 0 or 1 itself is accepted (few draws)
-            return outside
+        if bernoulli_kl(outside, expected) <= limit:
+            return outside  # the whole side is accepted (few draws)
         for _ in range(60):
             middle = (inside + outside) / 2
             inside, outside = (middle, outside) if bernoulli_kl(middle, expected) <= limit else (inside, middle)
@@ -78,6 +78,20 @@ class CdfTest:
         return abs(self.observed - self.expected)
 
 
+def cdf_points(probabilities):
+    """The documented CDF at each value but the last (``F(k)`` for ``k = 1..W-1``, cut at 1)
+    and how many of those points lie strictly between 0 and 1 (``m``: the union's size)."""
+    cdf = [min(sum(probabilities[: i + 1]), 1.0) for i in range(len(probabilities) - 1)]
+    return cdf, sum(0.0 < f < 1.0 for f in cdf)
+
+
+def cdf_bands(runs, probabilities, false_alarm=FALSE_ALARM):
+    """``[(low, high)]``: what the test accepts of the empirical CDF at each value of the
+    support, the last included (where the CDF is 1 whatever the draws inside the support)."""
+    cdf, points = cdf_points(probabilities)
+    return [band(runs, f, points, false_alarm) if runs else (f, f) for f in cdf] + [(1.0, 1.0)]
+
+
 def cdf_test(values, probabilities, false_alarm=FALSE_ALARM, support=None):
     """Test ``values`` (draws) against ``probabilities`` (``P(value = support[i])``; ``support``
     defaults to ``1..len(probabilities)``) at ``false_alarm`` (see the module). A value outside
@@ -94,12 +108,10 @@ def cdf_test(values, probabilities, false_alarm=FALSE_ALARM, support=None):
     for i, p in enumerate(probabilities):
         if p == 0.0 and counts[i]:
             return CdfTest(False, support[i], counts[i] / runs, 0.0, 0.0, 0.0, runs)
-    cdf = [min(sum(probabilities[: i + 1]), 1.0) for i in range(len(probabilities) - 1)]
-    points = sum(0.0 < f < 1.0 for f in cdf)
+    cdf, _ = cdf_points(probabilities)
     judged = []
-    for i, expected in enumerate(cdf):
+    for i, (expected, (low, high)) in enumerate(zip(cdf, cdf_bands(runs, probabilities, false_alarm))):
         observed = sum(counts[: i + 1]) / runs if runs else expected
-        low, high = band(runs, expected, points, false_alarm) if runs else (expected, expected)
         edge = low if observed < expected else high
         excess = bernoulli_kl(observed, expected) / max(bernoulli_kl(edge, expected), 1e-300)
         judged.append((excess, CdfTest(low <= observed <= high, support[i], observed, expected, low, high, runs)))
@@ -110,18 +122,23 @@ def cdf_test(values, probabilities, false_alarm=FALSE_ALARM, support=None):
 
 
 def _binomial_tail_above(n, p, count):
-    """``P(X > count)`` for ``X ~ Binomial(n, p)``, summed in log space."""
-    if count >= n:
-        return 0.0
+    """``P(X > count)`` for ``X ~ Binomial(n, p)``: the terms from ``floor(count) + 1`` up, in
+    log space, until past the mode they no longer add to the sum."""
     start = max(int(math.floor(count)) + 1, 0)
-    if p <= 0.0:
+    if start > n or p <= 0.0:
         return 0.0
     if p >= 1.0:
         return 1.0
     log_p, log_q = math.log(p), math.log1p(-p)
-    terms = [math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * log_p + (n - j) * log_q
-             for j in range(start, n + 1)]
-    top = max(terms)
+    term = (math.lgamma(n + 1) - math.lgamma(start + 1) - math.lgamma(n - start + 1)
+            + start * log_p + (n - start) * log_q)
+    terms, top = [], term
+    for j in range(start, n + 1):
+        terms.append(term)
+        top = max(top, term)
+        if j > n * p and term < top - 50:  # the rest adds less than e^-50 of the largest term, each
+            break
+        term += math.log(n - j) - math.log(j + 1) + log_p - log_q if j < n else 0.0
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
