@@ -4,7 +4,7 @@ softmax otherwise, fresh at every call, its noise seeded from one ``random.getra
 Python's global generator.
 
 The statistical properties build their batches from fixed seeds and judge the empirical law by
-the DKW bound at ``support.FALSE_ALARM`` (1e-6) per test, whatever stream the implementation
+the CDF test of :mod:`simacc.harness.judging.statistics` at ``statistics.FALSE_ALARM`` (1e-6) per test, whatever stream the implementation
 draws from; their sizes keep the zoo's mistakes (the temperature multiplied, ignored, or one
 request's for all; one seed for every call) far past the bound, since upstream's kernel runs a
 program a verify row in Triton's interpreter.
@@ -15,6 +15,7 @@ import random
 import torch
 
 from simacc import strategies as sx
+from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model.cases import DsparkBonusCase, TensorArg
@@ -84,7 +85,7 @@ def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
 
 @claim("dspark_bonus")
 def test_dspark_bonus_follows_the_tempered_softmax(simacc):
-    """Requests of temperatures 4 and 1/4 over the same logits each draw softmax(x / T) (§20.2, DKW at 1e-6)."""
+    """Requests of temperatures 4 and 1/4 over the same logits each draw softmax(x / T) (§20.2, CDF test at 1e-6)."""
     temperatures = [LAW_TEMPERATURES[r % 2] for r in range(LAW_REQUESTS)]
     case = _law_case(LAW_LOGITS, temperatures, seed=20)
     tokens = _tokens(simacc.run(case), case).cpu().tolist()
@@ -92,12 +93,12 @@ def test_dspark_bonus_follows_the_tempered_softmax(simacc):
         drawn = [t + 1 for t in tokens[k::2]]
         support.check_distribution(drawn, _softmax(LAW_LOGITS, temperature),
                                    f"1 + the bonus of the {len(drawn)} requests of temperature {temperature} over "
-                                   f"logits {list(LAW_LOGITS)}", support.FALSE_ALARM / 2)
+                                   f"logits {list(LAW_LOGITS)}", statistics.FALSE_ALARM / 2)
 
 
 @claim("dspark_bonus")
 def test_dspark_bonus_draws_afresh_at_every_call(simacc):
-    """Calls seeded apart draw apart: one request of two equal logits gets each half the time (§20.2, DKW at 1e-6)."""
+    """Calls seeded apart draw apart: one request of two equal logits gets each half the time (§20.2, CDF test at 1e-6)."""
     calls = (_law_case((0.0, 0.0), [1.0], seed) for seed in range(CALLS))
     drawn = [int(_tokens(simacc.run(case), case)[0]) + 1 for case in calls]
     support.check_distribution(drawn, [0.5, 0.5], f"1 + the bonus of one request over two equal logits, {CALLS} calls")

@@ -1,7 +1,7 @@
 """DSpark's step length (CONTRACT.md §19.1, §19.2): the one-element buffer receives ``L - 1``, a
 correct-draft count in ``[0, gamma]``, with ``L`` from the sampler of §3 at ``max_len = gamma + 1``
 and the method read at import; no ``> 0`` check. At the exact level ``L`` is the documented draw;
-at both levels its law over many calls is §9's, judged by the DKW bound at ``support.FALSE_ALARM``
+at both levels its law over many calls is §9's, judged by the CDF test of :mod:`simacc.harness.judging.statistics` at ``statistics.FALSE_ALARM``
 (1e-6) per length.
 """
 
@@ -9,6 +9,7 @@ import torch
 
 from simacc import strategies as sx
 from simacc.contract.caller import DEFAULT_METHOD
+from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model.cases import DsparkLengthCase, TensorArg
@@ -61,9 +62,9 @@ def _probabilities(x, width):
 
 @claim("dspark_length")
 def test_dspark_length_follows_the_documented_law(simacc):
-    """Over many steps L follows §9's law for the method read at import, max_len = gamma + 1 (§19.2, DKW at 1e-6)."""
+    """Over many steps L follows §9's law for the method read at import, max_len = gamma + 1 (§19.2, CDF test at 1e-6)."""
     for x in LAW_LENGTHS:
         lengths = [_count(simacc.run(case), case) + 1 for case in (_law_case(x, seed) for seed in range(LAW_CALLS))]
         support.check_distribution(lengths, _probabilities(x, LAW_GAMMA + 1),
                                    f"L over {LAW_CALLS} steps, x={x}, gamma={LAW_GAMMA}, {DEFAULT_METHOD}",
-                                   support.FALSE_ALARM / len(LAW_LENGTHS))
+                                   statistics.FALSE_ALARM / len(LAW_LENGTHS))

@@ -644,9 +644,10 @@ def _v2_from_counters(target_logits, draft_sampled, cu_num_logits, pos, temperat
     rates, greedy = synthetic_conditional_rates.tolist(), (temperature == 0).tolist()
     sampled = torch.full((len(starts) - 1, num_speculative_steps + 1), -1, dtype=torch.int64)
     num_sampled = torch.zeros(len(starts) - 1, dtype=torch.int32)
+    allowed = lambda i: drafts[i + 1] >= 0 and float(target_logits[i, drafts[i + 1]]) > -math.inf  # noqa: E731 - §15.4
     for r, (start, end) in enumerate(zip(starts, starts[1:])):
         n, a = end - start - 1, 0
-        while a < n and drafts[start + a + 1] >= 0 and _uniform(seeds[r], counter(start, a), 0) < rates[a]:
+        while a < n and allowed(start + a) and _uniform(seeds[r], counter(start, a), 0) < rates[a]:
             a += 1
         scores = target_logits[start + a].double().cpu()
         if not greedy[r]:
