@@ -221,6 +221,7 @@ def test_ctrl_c_stops_the_check_with_exit_130_and_prints_the_verdict_so_far(work
 
 
 def test_a_check_leaves_this_process_as_it_found_it(workdir, capsys):
+    cli.build_parser()  # the command's own modules: imported by any command, the first as well
     before = (settings.get_current_profile_name(), list(sys.path), dict(os.environ), signal.getsignal(signal.SIGINT),
               signal.getsignal(signal.SIGALRM), sorted(sys.modules))
     rng = torch.get_rng_state()

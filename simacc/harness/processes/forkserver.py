@@ -43,7 +43,7 @@ SESSION_PACKAGES = ("torch", "numpy", "pytest", "xdist", "xdist.plugin", "xdist.
 RANK_PACKAGES = ("torch", "numpy")
 # a session server a process may share (the one that forked it, or one its parent offers): its
 # address, and the interpreter it runs (a process of another interpreter never shares it)
-ADDRESS, PYTHON = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON"
+ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
 CLIENT = Path(__file__).with_name("forkclient.py")
 _SERVERS = {}  # (packages, fingerprint) -> Server, in the process that started them
 _OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
@@ -120,15 +120,23 @@ def server(ranks_now=False):
     """The session server this process uses: the one its environment offers (``SIMACC_FORK_SERVER``,
     for the same interpreter), else its own (see :class:`Server`; ``ranks_now`` for a new one);
     None where fork servers are not available."""
-    offered = os.environ.get(ADDRESS)
-    if offered and os.environ.get(PYTHON) == sys.executable and available():
-        return Offered(offered)
+    if _offered():
+        return Offered(os.environ[ADDRESS])
     return _cached(SESSION_PACKAGES, lambda: Server(SESSION_PACKAGES, ranks_now=ranks_now))
 
 
 def offer(found):
     """Offer the server ``found`` to the processes this one starts from now on (see :func:`server`)."""
-    os.environ.update({ADDRESS: found.address, PYTHON: sys.executable})
+    os.environ.update({ADDRESS: found.address, PYTHON: sys.executable, SESSION: str(os.getsid(0))})
+
+
+def _offered():
+    """Whether this process's environment offers it a session server it can use: one of the same
+    interpreter, in the same session (the processes it forks join their clients' process groups,
+    which they can only do within one session: a command started in a session of its own, as a
+    background job's Ctrl-C or a CI's kill needs, starts its own)."""
+    return (available() and bool(os.environ.get(ADDRESS)) and os.environ.get(PYTHON) == sys.executable
+            and os.environ.get(SESSION) == str(os.getsid(0)))
 
 
 class Offered:
@@ -144,9 +152,8 @@ def rank_server():
     """The address of a server of new-interpreter ranks (torch imported, a hash seed other
     than this process's): the one of the session server that forked this process, asked for,
     else this process's own; None where there is none."""
-    session = os.environ.get(ADDRESS)
-    if session and os.environ.get(PYTHON) == sys.executable:
-        forked = request(session, [], kind="ranks")
+    if _offered():
+        forked = request(os.environ[ADDRESS], [], kind="ranks")
         if forked is not None:
             return forked.address
     found = _cached(RANK_PACKAGES, lambda: Server(RANK_PACKAGES, other_hash_seed()))
@@ -199,11 +206,13 @@ class Forked:
         self._conn.close()
 
 
-def request(address, args, fds=(0, 1, 2), patience=30.0, kind="fork"):
+def request(address, args, fds=(0, 1, 2), patience=5.0, kind="fork"):
     """Ask the server at ``address`` for a process that runs ``python ARGS`` with ``fds`` as its
     descriptors 0, 1, 2, ... and this process's environment, working directory and process
-    group; a :class:`Forked`, or None when the server cannot be reached within ``patience``
-    seconds (it listens before it imports, so a starting server keeps the request waiting).
+    group; a :class:`Forked`, or None when the server cannot be reached. A server listens
+    before it imports, so one that is starting keeps the request waiting in its queue; only its
+    first moments, before it listens, are waited out (up to ``patience`` seconds, while its
+    folder is there): a server that is gone is None at once.
     ``kind`` "ranks" asks instead for its rank server's address (``.address`` of the answer)."""
     deadline = time.monotonic() + patience
     while True:
@@ -213,7 +222,8 @@ def request(address, args, fds=(0, 1, 2), patience=30.0, kind="fork"):
             break
         except OSError:
             conn.close()
-            if time.monotonic() > deadline:
+            starting = not os.path.exists(address) and os.path.isdir(os.path.dirname(address))
+            if not starting or time.monotonic() > deadline:
                 return None
             time.sleep(0.01)
     header = json.dumps({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
@@ -426,7 +436,7 @@ def _become(request, fds):
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     os.chdir(request["cwd"])
     os.environ.clear()
-    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0], PYTHON: sys.executable})
+    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0], PYTHON: sys.executable, SESSION: str(os.getsid(0))})
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # from the operating system, as at numpy's import
