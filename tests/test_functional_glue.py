@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(jaxbridge.missing() is not None, reason=str(jaxb
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "jax.md"
 FIXED_PROPERTY = "functional_fixed_mode_fills_predict_with_the_fixed_id"
-ACCEPTING = settings(profiles.for_session("ci"), database=None, max_examples=20,
+ACCEPTING = settings(profiles.for_session("ci"), database=None, max_examples=10,
                      phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
