@@ -11,7 +11,8 @@
 # vllm: docs/vllm.md's environment: the CPU build of torch 2.13 (the constraint keeps pip from swapping in a CUDA
 #   build), Triton for its interpreter, and what vLLM 0.33.0's and 0.34.0's synthetic paths import. One
 #   environment serves both versions.
-# sglang: what sglang 0.5.23's spec_utils.py and dflash_utils.py import (25 packages, about 5 GB). Their import
+# sglang: what sglang 0.5.23's spec_utils.py, dflash_utils.py and DSpark's serving modules import (29 packages,
+#   about 5 GB). Their import
 #   chain imports torchvision unconditionally, and every torchvision on PyPI for Linux x86_64 is linked against
 #   CUDA torch, so this takes PyPI's torch 2.13.0 (a CUDA build, which runs on a CPU) with torchvision 0.28.0.
 #   --isolated makes pip ignore this machine's configuration (a find-links folder could serve a CPU torch that
@@ -37,7 +38,8 @@ sglang)
         torch==2.13.0 torchvision==0.28.0 numpy "${harness[@]}" \
         orjson psutil pybase64 requests pillow starlette msgspec pyzmq ipython pydantic aiohttp \
         transformers==5.19.0 dill sentencepiece==0.2.1 openai==2.8.0 partial_json_parser \
-        apache-tvm-ffi==0.1.11 compressed-tensors==0.18.0 gguf einops
+        apache-tvm-ffi==0.1.11 compressed-tensors==0.18.0 gguf einops \
+        setproctitle uvicorn fastapi opentelemetry-api  # DSpark's serving modules (dspark_serving_glue)
     ;;
 *)
     echo "engine_env.sh: unknown engine '$engine': vllm or sglang" >&2
