@@ -201,19 +201,14 @@ class Runner:
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
-        if reseed:  # the generators its contract draws from (the CPU's only: seeding CUDA lazily costs ~1 ms a call)
-            torch.default_generator.manual_seed(case.seed)
-            if "random" in self.impl.record.draws:
-                random.seed(case.seed)
+        if reseed:
+            self._seed(case.seed)
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
         try:
             returned = self._call(args)
         except ImplementationHung:
-            watch.note_hang()
-            raise ImplementationHung(explain.message(
-                f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)",
-                case)) from None
+            raise self._hung(case, device) from None
         except HarnessModified:
             raise
         except KeyboardInterrupt as e:
@@ -224,6 +219,22 @@ class Runner:
             # returned from here, so that this frame (which the error's traceback keeps) no longer holds it
             return self._outcome(None, e, args, rng_before, case, device)
         return self._outcome(returned, None, args, rng_before, case, device)
+
+    def _seed(self, seed):
+        """Seed the generators the contract draws from (the CPU's only: seeding CUDA lazily costs ~1 ms a call)."""
+        torch.default_generator.manual_seed(seed)
+        if "random" in self.impl.record.draws:
+            random.seed(seed)
+
+    def _hung(self, case, device):
+        watch.note_hang()
+        return ImplementationHung(explain.message(
+            f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)", case))
+
+    def _failed(self, error, case, device):
+        """The property's failure for the implementation's ``error``, and the cause to chain."""
+        said = " ".join(_said(error).split())  # one line: the message's first line is its summary
+        return ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {device}", case)), _bounded(error)
 
     def _outcome(self, returned, error, args, rng_before, case, device):
         error = None if error is None else _released(error)
@@ -236,16 +247,14 @@ class Runner:
         """Like :meth:`attempt`, but an error from the implementation fails the property."""
         outcome = self.attempt(case, device, reseed)
         if outcome.error is not None:
-            said = " ".join(_said(outcome.error).split())  # one line: the message's first line is its summary
-            failure = ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {outcome.device}", case))
-            cause = _bounded(outcome.error)
+            failure, cause = self._failed(outcome.error, case, outcome.device)
             del outcome  # this frame stays in the failure's traceback: it must not hold the error's message
             raise failure from cause
         return outcome
 
     def sample(self, case, seeds, read):
-        """``[read(result)]`` of ``case`` called once from each seed of ``seeds`` (the CPU
-        generator seeded with it): the statistical properties' thousands of small calls, about
+        """``[read(result)]`` of ``case`` called once from each seed of ``seeds`` (the generators
+        its contract draws from seeded with it): the statistical properties' thousands of small calls, about
         three times cheaper than as many :meth:`run` calls. The case's tensors are made once (a
         call may write into them: ``read`` reads only what it returned, at once, and must not
         raise: what it raises is reported as the implementation's error), and the
@@ -258,11 +267,11 @@ class Runner:
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
-        call, found, generator = self._entry(args), [], torch.default_generator
+        call, found = self._entry(args), []
 
         def stretch(kwargs):
             for seed in seeds:
-                generator.manual_seed(seed)
+                self._seed(seed)
                 watch.beat(self.timeout)
                 found.append(read(tamper.plain(self._limited(call, kwargs))))
             return found
@@ -271,10 +280,7 @@ class Runner:
         try:
             return self._protected(stretch, args, limited=False)
         except ImplementationHung:
-            watch.note_hang()
-            raise ImplementationHung(explain.message(
-                f"{self.impl.spec} did not return within {self.timeout:g} s on {device} (the per-call time limit)",
-                case)) from None
+            raise self._hung(case, device) from None
         except HarnessModified:
             raise
         except KeyboardInterrupt as e:
@@ -286,9 +292,8 @@ class Runner:
         finally:
             if self._changed:
                 self.changes.append((self._changed, case))
-        said = " ".join(_said(error).split())
-        raise ImplementationFailed(explain.message(f"{self.impl.spec} raised {said} on {device}", case)) from _bounded(
-            error)
+        failure, cause = self._failed(error, case, device)
+        raise failure from cause
 
     def check_process(self):
         """Raise :class:`ProcessChanged` when any call this runner made changed the process
