@@ -45,7 +45,7 @@ RANK_PACKAGES = ("torch", "numpy")
 # address, and the interpreter it runs (a process of another interpreter never shares it)
 ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
 CLIENT = Path(__file__).with_name("forkclient.py")
-_SERVERS = {}  # (packages, fingerprint) -> Server, in the process that started them
+_SERVERS = {}  # (role, fingerprint) -> Server, in the process that started them
 _OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
 _RANKS = []  # in a session server: the rank server it started
 _LISTENING = []  # in a server: its own address
@@ -55,12 +55,13 @@ def available():
     return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform.startswith("linux")
 
 
-def other_hash_seed():
-    """A ``PYTHONHASHSEED`` other than this process's: its successor when this process's is
-    set, else a random one (this one is random too: they agree with probability 2**-32)."""
+def other_hash_seed(step=1):
+    """A ``PYTHONHASHSEED`` other than this process's: its ``step``-th successor when this
+    process's is set (so steps 1 and 2 differ from each other too), else a random one (this one
+    is random too: two agree with probability 2**-32)."""
     given = os.environ.get("PYTHONHASHSEED", "random")
     if given.isdigit():
-        return int(given) % (2**32 - 1) + 1
+        return (int(given) + step - 1) % (2**32 - 1) + 1
     return secrets.randbelow(2**32 - 1) + 1
 
 
@@ -102,12 +103,12 @@ def _fingerprint():
     return tuple(sorted((k, v) for k, v in os.environ.items() if not k.startswith(volatile)))
 
 
-def _cached(packages, make):
-    """This process's server of ``packages``, started by ``make()`` at the first call and kept
+def _cached(role, make):
+    """This process's server for ``role``, started by ``make()`` at the first call and kept
     for the rest of the process (started anew where the environment changed, or it died)."""
     if not available():
         return None
-    key = (packages, _fingerprint())
+    key = (role, _fingerprint())
     found = _SERVERS.get(key)
     if found is None or not found.alive:
         if not _SERVERS:
@@ -122,7 +123,7 @@ def server(ranks_now=False):
     None where fork servers are not available."""
     if _offered():
         return Offered(os.environ[ADDRESS])
-    return _cached(SESSION_PACKAGES, lambda: Server(SESSION_PACKAGES, ranks_now=ranks_now))
+    return _cached("session", lambda: Server(SESSION_PACKAGES, ranks_now=ranks_now))
 
 
 def offer(found):
@@ -148,15 +149,17 @@ class Offered:
         self.address = address
 
 
-def rank_server():
+def rank_server(rank=1):
     """The address of a server of new-interpreter ranks (torch imported, a hash seed other
-    than this process's): the one of the session server that forked this process, asked for,
-    else this process's own; None where there is none."""
-    if _offered():
+    than this process's); None where there is none. Rank 1's: the one of the session server
+    that forked this process, asked for, else this process's own. Rank 0's, for where rank 0
+    cannot be a copy of this process (the implementation imported already): this process's
+    own, with a hash seed other than rank 1's too."""
+    if rank == 1 and _offered():
         forked = request(os.environ[ADDRESS], [], kind="ranks")
         if forked is not None:
             return forked.address
-    found = _cached(RANK_PACKAGES, lambda: Server(RANK_PACKAGES, other_hash_seed()))
+    found = _cached(f"rank {rank}", lambda: Server(RANK_PACKAGES, other_hash_seed(2 - rank)))
     return found.address if found is not None else None
 
 

@@ -18,7 +18,9 @@ thread (the pool of threads libgomp kept in the parent does not survive a fork).
 difference matters (a tensor-parallel rank: servers start each rank as a new interpreter), or
 where fork is missing or unsafe (JAX imported before the zygote: it runs threads of its own; a
 CUDA device), a child is a new interpreter instead (``Process(new=True)``), with a hash seed of
-its own: slower, the same to its user.
+its own: forked from a rank server that imported torch once for this process
+(:func:`simacc.harness.processes.forkserver.rank_server`), or started anew where there is none:
+slower, the same to its user.
 
 Every process made here is waited for: a new interpreter when its user closes it, the zygote
 when this process exits, and the zygote's children by the zygote before it ends, so no
@@ -161,10 +163,10 @@ def _new(fd):
     _serve(Connection(fd))
 
 
-def _from_the_rank_server(code, theirs):
-    """A new interpreter's child forked by a rank server (:func:`simacc.harness.processes.forkserver.rank_server`),
+def _from_the_rank_server(rank, code, theirs):
+    """A new interpreter's child forked by the server of ``rank`` (:func:`simacc.harness.processes.forkserver.rank_server`),
     running ``code`` on ``theirs`` as its descriptor 3; None where there is none."""
-    address = forkserver.rank_server()
+    address = forkserver.rank_server(rank)
     if address is None:
         return None
     with open(os.devnull, "rb") as nothing:
@@ -226,12 +228,12 @@ def _receive(conn):
 
 class Process:
     """A fresh process that serves calls (see the module), as a context manager; ``new``
-    asks for a new interpreter even where a copy would do (a CUDA device, a rank): one forked
-    from the rank server (:mod:`simacc.harness.processes.forkserver`: a new interpreter that has
-    imported torch, with a hash seed other than this process's) when ``new`` is ``"server"``
-    and there is one, else one started now."""
+    asks for a new interpreter even where a copy would do (a CUDA device, a rank). A new
+    interpreter is forked from the server of ``rank`` (default 1) where there is one
+    (:func:`simacc.harness.processes.forkserver.rank_server`: a new interpreter that has imported
+    torch, with a hash seed of its own), else started now."""
 
-    def __init__(self, new=False):
+    def __init__(self, new=False, rank=None):
         self._spawned = self._forked = None
         zygote = _ZYGOTE["socket"]
         if zygote is not None and not new:
@@ -249,10 +251,9 @@ class Process:
         code = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); from simacc.harness.processes import fresh; "
                 "fresh._new(int(sys.argv[1]))")
         with ours, theirs:
-            if new == "server":
-                self._forked = _from_the_rank_server(code, theirs)
+            self._forked = _from_the_rank_server(1 if rank is None else rank, code, theirs)
             if self._forked is None:
-                env = dict(os.environ, PYTHONHASHSEED=str(forkserver.other_hash_seed()))
+                env = dict(os.environ, PYTHONHASHSEED=str(forkserver.other_hash_seed(2 if rank == 0 else 1)))
                 self._spawned = subprocess.Popen(
                     [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
                     pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)

@@ -9,7 +9,7 @@ implementation was imported; rank 1 is always a new interpreter, with a hash see
 layout and a start of its own, as a server's ranks are: a port whose draws follow a string's
 hash, an address or the clock agrees with itself in two copies of one process and not in two
 interpreters. (Where the implementation's module was imported before the copy was made, or on a
-CUDA device, both are new interpreters.) Each rank calls the implementation through a
+CUDA device, both are new interpreters, with hash seeds that differ from each other's.) Each rank calls the implementation through a
 :class:`~simacc.harness.call.runner.Runner` of its own (the time limit, the protections, the
 generators its contract draws from seeded from the case), on the test's device and in its grad
 mode, and answers with what the call returned and left in its arguments, on the CPU, and what
@@ -70,7 +70,7 @@ class Ranks:
         copies = not devices.is_cuda(device) and (impl.is_reference or not any(map(fresh.holds, _modules(impl))))
         try:
             for rank in range(RANKS):
-                self.processes.append(fresh.Process(new="server" if rank > 0 else not copies))
+                self.processes.append(fresh.Process(new=rank > 0 or not copies, rank=rank))
             self._all("simacc.harness.sessions.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
                       context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
         except BaseException:
