@@ -513,3 +513,17 @@ def test_local_runs_keep_an_example_database_and_ci_prints_reproduction_blobs(tm
     assert isinstance(local, DirectoryBasedExampleDatabase) and Path(local.path) == tmp_path / ".hypothesis/examples"
     ci = profiles.for_session("ci")
     assert ci.database is None and ci.print_blob and ci.derandomize
+
+
+@pytest.mark.parametrize("report", sorted((REPO / "docs" / "findings").glob("*.md")), ids=lambda path: path.stem)
+def test_a_published_finding_replays_and_the_contracts_reference_passes_its_case(report, capsys):
+    """A report for an engine's maintainers (docs/findings/) keeps a repro file this simacc reads,
+    and its case is one the contract's reference passes: the answer the report expects is the
+    contract's, whatever the engine does."""
+    from simacc.harness.config.contracts import CONTRACTS
+
+    found = report.with_suffix(".json")
+    assert f"simacc repro docs/findings/{found.name} --impl " in report.read_text(encoding="utf-8")
+    contract = json.loads(found.read_text(encoding="utf-8"))["contract"]
+    assert cli.main(["repro", str(found), "--impl", CONTRACTS[contract].reference]) == 0
+    assert "holds for this case" in capsys.readouterr().out
