@@ -9,12 +9,12 @@ implementation was imported; rank 1 is always a new interpreter, with a hash see
 layout and a start of its own, as a server's ranks are: a port whose draws follow a string's
 hash, an address or the clock agrees with itself in two copies of one process and not in two
 interpreters. (Where the implementation's module was imported before the copy was made, or on a
-CUDA device, both are new interpreters, with hash seeds that differ from each other's.) Each rank calls the implementation through a
-:class:`~simacc.harness.call.runner.Runner` of its own (the time limit, the protections, the
-generators its contract draws from seeded from the case), on the test's device and in its grad
-mode, and answers with what the call returned and left in its arguments, on the CPU, and what
-it changed in the rank's process. The ranks stay in step: they receive the same calls in the
-same order.
+CUDA device, both are new interpreters, with hash seeds that differ from each other's.) Each
+rank calls the implementation through a :class:`~simacc.harness.call.runner.Runner` of its own
+(the time limit, the protections, the generators its contract draws from seeded from the case),
+on the test's device and in its grad mode, and answers with what the call returned and left in
+its arguments, on the CPU, and what it changed in the rank's process. The ranks stay in step:
+they receive the same calls in the same order.
 """
 
 import weakref
