@@ -116,23 +116,3 @@ def _gone(pid, patience=10.0):
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     return not os.path.exists(f"/proc/{pid}")
-
-
-def test_two_ranks_that_cannot_be_copies_hash_strings_apart_even_with_the_hash_seed_fixed(monkeypatch):
-    """Where rank 0 cannot be a copy (the implementation imported already), both ranks are new
-    interpreters, each forked from a rank server with a hash seed of its own: with
-    ``PYTHONHASHSEED`` fixed (as tox does), rank 0's is its second successor, never rank 1's,
-    so a port seeded from a string's hash still draws differently in each (one import of torch:
-    rank 0's server)."""
-    from simacc.harness.processes import fresh
-
-    monkeypatch.setenv("PYTHONHASHSEED", "7")
-    hashes = []
-    for rank in (0, 1):
-        with fresh.Process(new=True, rank=rank) as process:
-            process.send("builtins:hash", "sim-acc")
-            hashes.append(process.receive(120))
-    assert hashes[0] != hashes[1], hashes
-    nine = subprocess.run([sys.executable, "-S", "-c", "print(hash('sim-acc'))"], env={"PYTHONHASHSEED": "9"},
-                          capture_output=True, text=True, check=True)
-    assert hashes[0] == ("ok", int(nine.stdout)), hashes

@@ -7,6 +7,7 @@ they go through the commands, as a user runs them.
 """
 
 import functools
+import subprocess
 import sys
 import textwrap
 
@@ -22,6 +23,7 @@ from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.processes import fresh
 from simacc.harness.sessions import inprocess
 
 COUNT = "num_correct_drafts_is_length_minus_one"
@@ -156,3 +158,21 @@ def test_a_failure_that_does_not_reproduce_is_printed_as_a_failure_with_one_line
     block = out[out.index(f"FAIL {COUNT}"):]
     assert block.splitlines()[1].strip().startswith("num_correct_drafts[0]=") and "FlakyFailure" not in block
     assert catalogue.NOT_REPRODUCED in block and "replay: simacc repro " in block
+
+
+def test_two_ranks_that_cannot_be_copies_hash_strings_apart_even_with_the_hash_seed_fixed(monkeypatch):
+    """Where rank 0 cannot be a copy (the implementation imported already), both ranks are new
+    interpreters, each forked from a rank server with a hash seed of its own: with
+    ``PYTHONHASHSEED`` fixed (as tox does), rank 0's is its second successor, never rank 1's,
+    so a port seeded from a string's hash still draws differently in each (one import of torch:
+    rank 0's server)."""
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    hashes = []
+    for rank in (0, 1):
+        with fresh.Process(new=True, rank=rank) as process:
+            process.send("builtins:hash", "sim-acc")
+            hashes.append(process.receive(120))
+    assert hashes[0] != hashes[1], hashes
+    nine = subprocess.run([sys.executable, "-S", "-c", "print(hash('sim-acc'))"], env={"PYTHONHASHSEED": "9"},
+                          capture_output=True, text=True, check=True)
+    assert hashes[0] == ("ok", int(nine.stdout)), hashes

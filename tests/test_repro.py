@@ -24,6 +24,7 @@ import torch
 
 from simacc.commands import cli
 from simacc.harness.config import profiles
+from simacc.harness.config.contracts import CONTRACTS
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.model.cases import DflashCase, EagleCase, TensorArg
 
@@ -520,8 +521,6 @@ def test_a_published_finding_replays_and_the_contracts_reference_passes_its_case
     """A report for an engine's maintainers (docs/findings/) keeps a repro file this simacc reads,
     and its case is one the contract's reference passes: the answer the report expects is the
     contract's, whatever the engine does."""
-    from simacc.harness.config.contracts import CONTRACTS
-
     found = report.with_suffix(".json")
     assert f"simacc repro docs/findings/{found.name} --impl " in report.read_text(encoding="utf-8")
     contract = json.loads(found.read_text(encoding="utf-8"))["contract"]

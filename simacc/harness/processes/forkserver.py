@@ -16,8 +16,9 @@ What a forked process has that a new interpreter would not: the server's hash se
 packages it imported (never anything of simacc's: settings read at import stay the forked
 process's own). Each forked process reseeds numpy's global generator; Python's ``random``
 reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork is safe.
-A second server, started with another hash seed and importing torch alone, forks the ranks that
-must be new interpreters (:mod:`simacc.harness.sessions.ranks`; ``SIMACC_RANK_SERVER``).
+A rank server, started with another hash seed and importing torch alone, forks the ranks that
+must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's, and where rank 0
+cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
 
 The server reaps every child it forks and tells its client how it ended; it kills what is
 left and ends when its own parent closes its standard input. Where fork or ``send_fds`` is
@@ -55,13 +56,14 @@ def available():
     return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform.startswith("linux")
 
 
-def other_hash_seed(step=1):
-    """A ``PYTHONHASHSEED`` other than this process's: its ``step``-th successor when this
-    process's is set (so steps 1 and 2 differ from each other too), else a random one (this one
-    is random too: two agree with probability 2**-32)."""
+def rank_hash_seed(rank=1):
+    """The ``PYTHONHASHSEED`` of rank ``rank``'s new interpreters (rank 1, or rank 0 where it
+    cannot be a copy), other than this process's and than the other rank's: this process's
+    successor for rank 1 and its second successor for rank 0 when it is set, else a random one
+    (this process's is random too: two agree with probability 2**-32)."""
     given = os.environ.get("PYTHONHASHSEED", "random")
     if given.isdigit():
-        return (int(given) + step - 1) % (2**32 - 1) + 1
+        return (int(given) + 1 - rank) % (2**32 - 1) + 1
     return secrets.randbelow(2**32 - 1) + 1
 
 
@@ -159,7 +161,7 @@ def rank_server(rank=1):
         forked = request(os.environ[ADDRESS], [], kind="ranks")
         if forked is not None:
             return forked.address
-    found = _cached(f"rank {rank}", lambda: Server(RANK_PACKAGES, other_hash_seed(2 - rank)))
+    found = _cached(f"rank {rank}", lambda: Server(RANK_PACKAGES, rank_hash_seed(rank)))
     return found.address if found is not None else None
 
 
@@ -377,7 +379,7 @@ def _ranks():
     """(in a session server) Its rank server, started at the first call: torch imported, a
     hash seed other than this server's (and so than every process it forks)."""
     if not _RANKS or not _RANKS[0].alive:
-        _RANKS[:] = [Server(RANK_PACKAGES, other_hash_seed())]
+        _RANKS[:] = [Server(RANK_PACKAGES, rank_hash_seed(1))]
     return _RANKS[0]
 
 

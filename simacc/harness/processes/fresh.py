@@ -229,11 +229,11 @@ def _receive(conn):
 class Process:
     """A fresh process that serves calls (see the module), as a context manager; ``new``
     asks for a new interpreter even where a copy would do (a CUDA device, a rank). A new
-    interpreter is forked from the server of ``rank`` (default 1) where there is one
+    interpreter is forked from the server of ``rank`` (0 or 1) where there is one
     (:func:`simacc.harness.processes.forkserver.rank_server`: a new interpreter that has imported
     torch, with a hash seed of its own), else started now."""
 
-    def __init__(self, new=False, rank=None):
+    def __init__(self, new=False, rank=1):
         self._spawned = self._forked = None
         zygote = _ZYGOTE["socket"]
         if zygote is not None and not new:
@@ -251,9 +251,9 @@ class Process:
         code = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); from simacc.harness.processes import fresh; "
                 "fresh._new(int(sys.argv[1]))")
         with ours, theirs:
-            self._forked = _from_the_rank_server(1 if rank is None else rank, code, theirs)
+            self._forked = _from_the_rank_server(rank, code, theirs)
             if self._forked is None:
-                env = dict(os.environ, PYTHONHASHSEED=str(forkserver.other_hash_seed(2 if rank == 0 else 1)))
+                env = dict(os.environ, PYTHONHASHSEED=str(forkserver.rank_hash_seed(rank)))
                 self._spawned = subprocess.Popen(
                     [sys.executable, "-c", code, str(theirs.fileno()), json.dumps(sys.path)],
                     pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
