@@ -336,6 +336,23 @@ def own_generator_box_muller_without_the_two(accept_index, predict, num_correct_
                          simulate_acc_token_mode)
 
 
+@register("sampling distribution", "multinomial_matches_the_rounded_clamped_gaussian", level="semantic")
+def own_generator_rounds_up_from_four_tenths(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                             bs, spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                             simulate_acc_token_mode="fixed"):
+    """Rounds the clamped Gaussian as floor(v + 0.6), not round(v): the law of a mean 0.1 too high."""
+
+    def draw(x, method, width):
+        if method != "multinomial":
+            return _own_draw(x, method, width)
+        value = torch.clamp(torch.normal(x, 1.0, (1,), generator=_own_generator()), 1, width)
+        return int(torch.floor(value + 0.6).item())
+
+    length = _port(simulate_acc_len, simulate_acc_method, spec_steps, draw)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
+                         simulate_acc_token_mode)
+
+
 @register("sampling distribution", "match_expected_has_the_documented_mean_and_support", level="semantic")
 def own_generator_length_in_tenths(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
                                    spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
