@@ -11,7 +11,7 @@ import math
 import pytest
 from pages import Page, red_pixels, screenshot
 
-from simacc.commands import cli, laws as command
+from simacc.commands import cli, laws as command, report_html
 from simacc.contract import laws
 from simacc.harness.judging import statistics
 
@@ -168,6 +168,10 @@ def page(tmp_path_factory):
     return code, out.getvalue(), path
 
 
+NEEDS_PLOTS = pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+
+
+@NEEDS_PLOTS
 def test_the_page_holds_the_table_and_a_plot_of_the_laws(page):
     code, out, path = page
     parsed = Page(path.read_text())
@@ -176,9 +180,20 @@ def test_the_page_holds_the_table_and_a_plot_of_the_laws(page):
     assert out.strip() in "".join(parsed.text)
 
 
+@NEEDS_PLOTS
 def test_the_page_opens_in_a_browser_with_its_plot_drawn(page, tmp_path):
     screenshot(page[2], tmp_path / "shot.png")
     assert red_pixels(tmp_path / "shot.png") > 1000  # the lockstep laws' bars
+
+
+def test_without_matplotlib_the_page_holds_the_table_and_says_how_to_get_a_plot(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_html, "plots_available", lambda: False)
+    path = tmp_path / "laws.html"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = cli.main(["laws", "--length", "2.6", "--steps", "3", "--references", "--html", str(path)])
+    parsed = Page(path.read_text())
+    text = "".join(parsed.text)
+    assert code == 0 and not parsed.images and "pip install matplotlib" in text and out.getvalue().strip() in text
 
 
 @pytest.mark.parametrize("argv, said", [

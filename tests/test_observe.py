@@ -7,7 +7,7 @@ import json
 import pytest
 from pages import Page, red_pixels, screenshot
 
-from simacc.commands import cli
+from simacc.commands import cli, report_html
 from simacc.contract import laws
 
 SETTINGS = [(2.6, 3), (3.5, 4), (3.0, 3)]
@@ -96,6 +96,7 @@ def test_a_log_from_stdin_is_read(capsys, tmp_path, monkeypatch):
     assert code == 0 and out.startswith("<stdin>: 3840 records, 120 steps, 32 requests")
 
 
+@pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
 def test_the_page_shows_the_verdict_and_opens_with_its_plots(capsys, tmp_path):
     page = tmp_path / "v.html"
     code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3), "vllm", 2.6, 3,
@@ -105,6 +106,18 @@ def test_the_page_shows_the_verdict_and_opens_with_its_plots(capsys, tmp_path):
     assert len(parsed.images) == 1 and out.strip() in "".join(parsed.text)
     screenshot(page, tmp_path / "shot.png")
     assert red_pixels(tmp_path / "shot.png") > 1000
+
+
+def test_without_matplotlib_the_page_shows_the_run_against_the_law_as_a_text_chart(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(report_html, "plots_available", lambda: False)
+    page = tmp_path / "v.html"
+    code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3), "vllm", 2.6, 3,
+                           "--html", str(page))
+    parsed = Page(page.read_text())
+    text = "".join(parsed.text)
+    assert code == 1 and not parsed.images and "pip install matplotlib" in text and out.strip() in text
+    assert "L over 3840 draws, observed (#) against expected (=)" in text, text
+    assert "(the band drawn: the per-point Chernoff band the verdict judged)" in text
 
 
 GOOD = '{"step": 0, "request": 0, "accept_length": 2}\n'

@@ -99,8 +99,9 @@ def observe_page(verdict, name, text):
         picture = _image("the run against the law", plot_run(verdict))
     else:
         labels = tuple(str(a) for a in range(1, verdict.law.steps + 2))
-        chart = Distribution("accept_length", labels, verdict.counts, verdict.law.accepted, verdict.dkw).chart()
-        picture = _no_plots("\n".join(chart) + "\n(the band drawn: DKW's; the verdict judged the per-point Chernoff band)")
+        low, high = zip(*verdict.band, (1.0, 1.0))  # the CDF at the longest length is 1
+        chart = Distribution("accept_length", labels, verdict.counts, verdict.law.accepted, low, high).chart()
+        picture = _no_plots("\n".join(chart) + "\n(the band drawn: the per-point Chernoff band the verdict judged)")
     rows = "".join(f"<tr><td class={'green' if c.passed else 'red'}>{'pass' if c.passed else 'FAIL'}</td>"
                    f"<td>{_e(c.name)}</td><td>{_e(c.said)}</td></tr>" for c in verdict.checks)
     body = (f"<table class=verdict>{rows}</table>\n{picture}\n<h2>The verdict</h2>\n<pre>{_e(text)}"
