@@ -47,11 +47,6 @@ def functional_cases(*, modes=sa.TOKEN_MODES, missing_columns=0, fixed_token_id=
 
 
 @functools.lru_cache(maxsize=None)
-def _acc_lens(width):
-    return sc.acc_lens(width)
-
-
-@functools.lru_cache(maxsize=None)
 def _orders(bs):
     return st.permutations(range(bs))
 
@@ -99,7 +94,7 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns, fixed_token_
         target_predict=target,
         valid_mask=TensorArg(~torch.tensor(masked, dtype=torch.bool)),
         spec_steps=width - 1,
-        simulate_acc_len=draw(_acc_lens(width), label="simulate_acc_len"),
+        simulate_acc_len=draw(sc.acc_lens(width), label="simulate_acc_len"),
         simulate_acc_method=draw(_METHODS, label="method"),
         simulate_acc_token_mode=mode,
         fixed_token_id=fixed_token_id,

@@ -106,7 +106,8 @@ def _bad_settings(draw, defect, ks):
                             st.floats(k + 1, allow_infinity=False, exclude_min=True), st.floats(max_value=1, exclude_max=True))
         return SettingsCase(k, None, draw(outside, label="length"))
     if defect == "count":
-        count = draw(st.integers(0, MAX_K + 1).filter(lambda n: n != k), label="count")
+        count = draw(st.integers(0, MAX_K), label="count")
+        count += count >= k  # 0..MAX_K + 1 but k
         rates = draw(st.lists(st.sampled_from(_EDGE_RATES), min_size=count, max_size=count), label="rates")
         return SettingsCase(k, _rates_arg(sorted(rates, reverse=True)))
     if defect == "range":
@@ -117,7 +118,7 @@ def _bad_settings(draw, defect, ks):
     rates = list(draw(acceptance_rates(k), label="rates"))
     at = draw(st.integers(1, k - 1), label="at")
     low = rates[at - 1] = min(rates[at - 1], 0.5)
-    rates[at] = draw(st.floats(low, 1).filter(lambda p: p > low), label="higher")
+    rates[at] = draw(st.floats(low, 1, exclude_min=True), label="higher")
     return SettingsCase(k, _rates_arg(rates))
 
 

@@ -40,6 +40,24 @@ def test_a_module_runs_as_main_with_the_working_folder_first_on_its_path(server,
     assert (done.returncode, done.stdout) == (0, f"{tmp_path}\n"), done.stderr
 
 
+def test_a_server_holding_simaccs_modules_forks_only_for_its_own_sglang_settings():
+    # simacc's contract reads SGLANG_* at import, as sglang does: a client with other settings
+    # must import it anew, in a new interpreter (a stdlib-only module of simacc stands in for it)
+    held = "simacc.harness.processes.atomic"
+    started = forkserver.Server((held,))
+    code = f"import os, sys; print(os.getppid(), {held!r} in sys.modules)"
+    deadline = time.monotonic() + 60  # a client waits 5 s for a server to listen, then is python itself
+    while not os.path.exists(started.address) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        same, other = (subprocess.run(forkserver.command(["-c", code], started.address), capture_output=True, text=True,
+                                      env={**os.environ, **settings}) for settings in ({}, {"SGLANG_SIMULATE_ACC_METHOD": "x"}))
+    finally:
+        started.close()
+    assert same.stdout == f"{started.process.pid} True\n", same.stderr  # forked by the server
+    assert other.stdout.split()[1] == "False" and other.stdout.split()[0] != str(started.process.pid), other.stderr
+
+
 def test_the_client_ends_by_the_signal_that_ended_the_forked_process(server):
     done = run(server, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     assert done.returncode == -signal.SIGSEGV

@@ -13,10 +13,15 @@ The forked process joins the client's process group, where a Ctrl-C at the termi
 ``killpg`` of the group, reaches it as it would have reached a new interpreter.
 
 What a forked process has that a new interpreter would not: the server's hash seed and the
-packages it imported (never anything of simacc's: settings read at import stay the forked
-process's own). Each forked process reseeds numpy's global generator; Python's ``random``
-reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork is safe.
-A rank server, started with another hash seed and importing torch alone, forks the ranks that
+modules it imported. A session server imports, beside the packages, the parts of simacc every
+session imports (the plugin, the properties' shared modules, the strategies; never an
+implementation, the zoo's included), which each session and worker would otherwise import
+anew. simacc's contract reads sglang's ``SGLANG_*`` settings at import, as sglang does, so such
+a server forks only for a client with the same ``SGLANG_*`` settings as its own; another client
+becomes ``python`` itself. Each forked process reseeds numpy's global generator; Python's
+``random`` reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork
+is safe.
+A rank server, started with another hash seed and importing torch and simacc's runner, forks the ranks that
 must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's, and where rank 0
 cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
 
@@ -26,6 +31,7 @@ missing, :func:`command` is plain ``python``.
 """
 
 import atexit
+import importlib
 import json
 import os
 import secrets
@@ -39,9 +45,13 @@ import tempfile
 import time
 from pathlib import Path
 
-SESSION_PACKAGES = ("torch", "numpy", "pytest", "xdist", "xdist.plugin", "xdist.remote", "execnet", "hypothesis",
-                    "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful")
-RANK_PACKAGES = ("torch", "numpy")
+# what every session imports, each name a module or ``package.prefix*`` (the package's modules
+# whose names start with prefix); simacc's are names here, not imports: the properties, never an
+# implementation
+SESSION_PACKAGES = ("torch", "numpy", "pytest", "_pytest.*", "xdist.*", "execnet", "hypothesis",
+                    "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful",
+                    "simacc.harness.plugin.*", "simacc.properties.test_*")
+RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner")  # never the implementation
 # a session server a process may share (the one that forked it, or one its parent offers): its
 # address, and the interpreter it runs (a process of another interpreter never shares it)
 ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
@@ -50,6 +60,7 @@ _SERVERS = {}  # (role, fingerprint) -> Server, in the process that started them
 _OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
 _RANKS = []  # in a session server: the rank server it started
 _LISTENING = []  # in a server: its own address
+_SGLANG = {}  # in a server that imported simacc's own modules: the SGLANG_* settings they read
 
 
 def available():
@@ -272,10 +283,9 @@ def _serve(address, packages):
         packages = packages[1:]
         _ranks()
     for name in packages:
-        try:
-            __import__(name)
-        except ImportError:
-            pass
+        _import(name)
+    if any(name.startswith("simacc.") for name in packages):
+        _SGLANG["settings"] = _sglang(os.environ)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -312,6 +322,24 @@ def _serve(address, packages):
             return
         if pid == 0:
             time.sleep(0.02)
+
+
+def _import(name):
+    """Import the module ``name``, or each module ``package.prefix*`` names; what fails to
+    import is left to the forked processes."""
+    import pkgutil
+
+    package, _, prefix = name.rpartition(".")
+    if not prefix.endswith("*"):
+        package, prefix = name, None
+    try:
+        module = importlib.import_module(package)
+        if prefix is not None:
+            for found in pkgutil.iter_modules(module.__path__):
+                if found.name.startswith(prefix[:-1]):
+                    importlib.import_module(f"{package}.{found.name}")
+    except Exception:  # noqa: BLE001 - an import error, or a module that fails as it runs
+        pass
 
 
 def _adopt_orphans():
@@ -389,9 +417,13 @@ def _fork(conn, listener, wake_read, wake_write):
     except (OSError, ValueError, struct.error):
         conn.close()
         return None
-    if request.get("kind") == "ranks":
-        _say(conn, {"address": _ranks().address})
-        conn.close()
+    ranks = request.get("kind") == "ranks"
+    if ranks or (_SGLANG and _sglang(request["env"]) != _SGLANG["settings"]):
+        for fd in fds:
+            os.close(fd)
+        if ranks:
+            _say(conn, {"address": _ranks().address})
+        conn.close()  # refused, its imports reading other settings: the client becomes python itself
         return None
     pid = os.fork()
     if pid:
@@ -419,6 +451,10 @@ def _fork(conn, listener, wake_read, wake_write):
     except Exception:  # noqa: BLE001 - its streams may be gone
         pass
     os._exit(code)
+
+
+def _sglang(environ):
+    return {k: v for k, v in environ.items() if k.startswith("SGLANG_")}
 
 
 def _become(request, fds):
