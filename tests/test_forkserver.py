@@ -50,8 +50,9 @@ def test_a_server_holding_simaccs_modules_forks_only_for_its_own_sglang_settings
     while not os.path.exists(started.address) and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
-        same, other = (subprocess.run(forkserver.command(["-c", code], started.address), capture_output=True, text=True,
-                                      env={**os.environ, **settings}) for settings in ({}, {"SGLANG_SIMULATE_ACC_METHOD": "x"}))
+        same, other = (subprocess.run(forkserver.command(["-c", code], started.address), capture_output=True,
+                                      text=True, env={**os.environ, **settings})
+                       for settings in ({}, {"SGLANG_SIMULATE_ACC_METHOD": "x"}))
     finally:
         started.close()
     assert same.stdout == f"{started.process.pid} True\n", same.stderr  # forked by the server

@@ -20,10 +20,9 @@ anew. simacc's contract reads sglang's ``SGLANG_*`` settings at import, as sglan
 a server forks only for a client with the same ``SGLANG_*`` settings as its own; another client
 becomes ``python`` itself. Each forked process reseeds numpy's global generator; Python's
 ``random`` reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork
-is safe.
-A rank server, started with another hash seed and importing torch and simacc's runner, forks the ranks that
-must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's, and where rank 0
-cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
+is safe. A rank server, started with another hash seed and importing torch and simacc's runner,
+forks the ranks that must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's,
+and where rank 0 cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
 
 The server reaps every child it forks and tells its client how it ended; it kills what is
 left and ends when its own parent closes its standard input. Where fork or ``send_fds`` is
@@ -51,7 +50,7 @@ from pathlib import Path
 SESSION_PACKAGES = ("torch", "numpy", "pytest", "_pytest.*", "xdist.*", "execnet", "hypothesis",
                     "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful",
                     "simacc.harness.plugin.*", "simacc.properties.test_*")
-RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner")  # never the implementation
+RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner")  # no implementation
 # a session server a process may share (the one that forked it, or one its parent offers): its
 # address, and the interpreter it runs (a process of another interpreter never shares it)
 ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
