@@ -27,6 +27,7 @@ from simacc.harness.config import profiles
 from simacc.harness.config.contracts import CONTRACTS
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.model.cases import DflashCase, EagleCase, TensorArg
+from simacc.harness.processes import watch
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"
@@ -133,6 +134,17 @@ def _same_case(a, b):
             assert math.isnan(other)
         else:
             assert value == other and type(value) is type(other), name
+
+
+def test_a_session_run_in_this_process_gives_this_process_its_own_files_back(tmp_path):
+    """A session run here (``pytest.main``, as these tests run theirs) removes its shared files
+    and hands this process back the ones it had: what runs here next (the ranks of an in-process
+    run, its hang count) writes where this process's own session removes it at its end. Before,
+    each suite run left some 80 files in the temporary folder."""
+    before = watch.prefix()
+    code, _ = _pytest(str(REPO / "properties" / "test_fixed.py"), "-k", "byte_identical", "--simacc-max-examples=5",
+                      corpus=tmp_path / "corpus", cwd=tmp_path)
+    assert code == 0 and watch.prefix() == before
 
 
 def test_a_failing_property_writes_one_repro_file_and_says_how_to_replay_it(planted):

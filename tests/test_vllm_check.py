@@ -25,6 +25,7 @@ from test_strategies import reaches
 
 from simacc.commands import cli
 from simacc.contract import vllm_glue
+from simacc.harness.processes import forkserver
 from simacc.harness.call import impl
 from simacc.harness.config import contracts
 from simacc.harness.model import repro_files as reprofile
@@ -116,9 +117,10 @@ def test_list_names_the_properties_of_the_layout(workdir, capsys):
 
 
 def test_the_plugin_runs_the_properties_of_a_vllm_layout(workdir):
-    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "simacc.properties", "-q", "-p", "no:randomly",
-                           "--simacc-impl=simacc:resolve_synthetic_rates", "--simacc-max-examples=5", "-n", "0"],
-                          capture_output=True, text=True, cwd=workdir)
+    # python -m pytest, forked from the session server this suite shares (its torch already imported)
+    done = subprocess.run(forkserver.command(["-m", "pytest", "--pyargs", "simacc.properties", "-q", "-p", "no:randomly",
+                                              "--simacc-impl=simacc:resolve_synthetic_rates", "--simacc-max-examples=5",
+                                              "-n", "0"]), capture_output=True, text=True, cwd=workdir)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "8 passed" in done.stdout, done.stdout[-2000:]
 

@@ -157,10 +157,14 @@ def pytest_unconfigure(config):
     does: end at once. Everything is said by now; the interpreter's teardown would only keep
     the command waiting, forever with a non-daemon thread the implementation left running.
     A plain pytest session ends as pytest ends it, and its controller removes the session's
-    shared files."""
+    shared files; one run inside another session's process (``pytest.main``) gives that
+    session its own back, or what that process's ranks and hangs leave would outlive both."""
     if not config.getoption("simacc_stream", None):
         if STATE in config.stash and not hasattr(config, "workerinput"):
-            watch.clean(state(config).prefix)
+            ended = state(config)
+            watch.clean(ended.prefix)
+            if watch.prefix() == ended.prefix:
+                watch.configure(ended.outer_prefix)
         return
     reporter = config.pluginmanager.get_plugin("simacc-stream")
     sys.stdout.flush()

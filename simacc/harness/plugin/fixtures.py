@@ -32,6 +32,7 @@ class State:
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
     loaded: bool = False
     prefix: str | None = None  # the session's shared files (simacc.harness.processes.watch)
+    outer_prefix: str | None = None  # this process's before (a session run inside another's process gives them back)
 
 
 STATE = pytest.StashKey[State]()
@@ -105,6 +106,7 @@ def load(config):
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
         return
+    st.outer_prefix = watch.prefix()
     watch.configure(st.prefix)
     if chosen.references:
         return
