@@ -118,9 +118,9 @@ def test_list_names_the_properties_of_the_layout(workdir, capsys):
 
 def test_the_plugin_runs_the_properties_of_a_vllm_layout(workdir):
     # python -m pytest, forked from the session server this suite shares (its torch already imported)
-    done = subprocess.run(forkserver.command(["-m", "pytest", "--pyargs", "simacc.properties", "-q", "-p", "no:randomly",
-                                              "--simacc-impl=simacc:resolve_synthetic_rates", "--simacc-max-examples=5",
-                                              "-n", "0"]), capture_output=True, text=True, cwd=workdir)
+    args = ["-m", "pytest", "--pyargs", "simacc.properties", "-q", "-p", "no:randomly",
+            "--simacc-impl=simacc:resolve_synthetic_rates", "--simacc-max-examples=5", "-n", "0"]
+    done = subprocess.run(forkserver.command(args), capture_output=True, text=True, cwd=workdir)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "8 passed" in done.stdout, done.stdout[-2000:]
 
