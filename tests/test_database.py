@@ -6,7 +6,6 @@ read-only ``simacc check`` that writes nothing."""
 
 import datetime
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 from hypothesis.internal.reflection import function_digest
+import offered
 from rare_mutant import KILLER, SPEC
 
 from simacc import properties
@@ -33,13 +33,12 @@ from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.plugin import fixtures, reports
-from simacc.harness.processes import forkserver
 
 
 def simacc(*argv, cwd, timeout=180):
     """``simacc ARGV`` in a process of its own, from ``cwd``, without this session's ``SIMACC_*``
-    settings (the session server it offers stays: another would import torch again)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_") or k.startswith(forkserver.ADDRESS)}
+    settings (:func:`offered.without_settings`)."""
+    env = offered.without_settings()
     return subprocess.run([sys.executable, "-m", "simacc", *argv], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 

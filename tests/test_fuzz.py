@@ -14,10 +14,11 @@ import sys
 import threading
 import time
 
+import offered
 import pytest
 
 from simacc.commands import cli, fuzz
-from simacc.harness.processes import forkserver, interrupts
+from simacc.harness.processes import interrupts
 from simacc.harness.sessions import session
 
 MUTANT = "simacc.zoo.eagle:fixed_id_only_at_accepted_slots"  # fixed mode writes only the accepted slots
@@ -28,7 +29,7 @@ def test_a_session_reaches_the_fixed_mode_properties_in_its_first_pass_and_stops
     """The bug of a short session that never reached the fixed-mode properties: here the
     first pass (100 examples per property) finds it, and a Ctrl-C then ends the session with
     its summary, not a traceback."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_") or k.startswith(forkserver.ADDRESS)}
+    env = offered.without_settings()
     env["PYTHONFAULTHANDLER"] = "1"  # a SIGABRT then prints where each thread of the session was
     proc = subprocess.Popen([sys.executable, "-m", "simacc", "fuzz", MUTANT, "--device", "cpu", "-n", "1",
                              "--minutes", "1", "--repro-dir", "found"], cwd=tmp_path, env=env,
@@ -340,7 +341,7 @@ def test_an_implementation_that_crashes_or_hangs_is_a_failure_with_a_summary_nev
         tmp_path, name, status, said):
     """Each pass runs its properties in an xdist worker: a worker the call ended is reported as
     a crash, a call past its time limit as a hang, and -x stops the session there."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_") or k.startswith(forkserver.ADDRESS)}
+    env = offered.without_settings()
     done = subprocess.run([sys.executable, "-m", "simacc", "fuzz", f"{HOSTILE}/{name}.py:generate", "--device", "cpu",
                            "-n", "1", "-x", "--minutes", "2", "--timeout", "1", "--json", "fuzz.json"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
