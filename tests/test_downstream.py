@@ -173,10 +173,15 @@ def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_
 
 
 def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_is_untouched(project):
+    """Neither run imports torch: the error comes before anything is collected, and a session
+    that does not name simacc's properties pays nothing for simacc."""
+    (project / "conftest.py").write_text("import sys\n\n\ndef pytest_unconfigure(config):\n"
+                                         "    print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\n")
     done = pytest_run(project, *COMMAND)
     assert done.returncode == 4 and "no implementation selected: pass --simacc-impl" in done.stderr, done.stderr
     alone = pytest_run(project, ci=True)  # Hypothesis loads its own ci profile: the host's conftest overrides it
     assert alone.returncode == 0 and "simacc:" not in alone.stdout, alone.stdout  # no header of its own
+    assert "torch imported: False" in done.stderr and "torch imported: False" in alone.stderr, done.stderr + alone.stderr
 
 
 def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(project):

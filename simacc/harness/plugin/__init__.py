@@ -12,8 +12,9 @@ Importing it, or any of its parts, imports no torch. Where simacc's properties a
   handed to xdist workers; the implementation is loaded where the properties run (the
   workers, or the one process with ``-n 0``), never on an xdist controller
   (:mod:`~simacc.harness.plugin.fixtures`);
-* no implementation selected is an error, never a check of the built-in references, except
-  where the ini option ``simacc_impl = references`` asks for them (simacc's own repository);
+* no implementation selected is an error (before anything is imported where the arguments
+  name the properties), never a check of the built-in references, except where the ini
+  option ``simacc_impl = references`` asks for them (simacc's own repository);
 * simacc's property modules are imported by their package name, ``simacc.properties.<name>``,
   wherever their files lie, and outside the rootdir their node ids name that package, so a
   JUnit report's ``classname`` carries the module path (:mod:`~simacc.harness.plugin.collection`);

@@ -87,6 +87,30 @@ def property_id(item):
     return item.name.removeprefix("test_")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """No implementation for a session whose arguments name simacc's properties is the usage
+    error at once, before any worker starts or torch is imported (seconds); a session that
+    reaches them otherwise (a folder above theirs) has it after collection, below."""
+    config = session.config
+    if state(config).settings.impl is None and not hasattr(config, "workerinput") and _names_properties(config):
+        raise pytest.UsageError(NO_IMPL)
+
+
+def _names_properties(config):
+    """Whether an argument of the session is simacc's properties folder or a module or test of
+    it: by path, or by package name under ``--pyargs`` (read, never imported: importing one
+    imports torch)."""
+    for arg in config.args:
+        name = arg.split("::")[0]
+        if config.option.pyargs and (name == "simacc.properties" or name.startswith("simacc.properties.")):
+            return True
+        path = (config.invocation_params.dir / name).resolve()
+        if properties_dir() in (path, path.parent):
+            return True
+    return False
+
+
 def pytest_collection_modifyitems(session, config, items):
     ours = [item for item in items if item_property(item) is not None]
     if not ours:
