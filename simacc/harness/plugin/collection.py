@@ -101,12 +101,13 @@ def _names_properties(config):
     """Whether an argument of the session is simacc's properties folder or a module or test of
     it: by path, or by package name under ``--pyargs`` (read, never imported: importing one
     imports torch)."""
+    folder = properties_dir()
     for arg in config.args:
         name = arg.split("::")[0]
         if config.option.pyargs and (name == "simacc.properties" or name.startswith("simacc.properties.")):
             return True
         path = (config.invocation_params.dir / name).resolve()
-        if properties_dir() in (path, path.parent):
+        if folder in (path, path.parent):
             return True
     return False
 
