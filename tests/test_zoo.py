@@ -115,6 +115,16 @@ def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
     assert [r.size for r in result] == ["bs=1 B=1"]
 
 
+def test_a_property_a_mutant_fails_in_the_first_grad_mode_is_not_run_in_the_next():
+    """one_failure's second half: a kill in the first mode is enough, so no process of the
+    next mode is started for it; without one_failure both modes run."""
+    loaded, aliases = impl.load(zoo.MUTANTS["empty_batch_returns_the_input"].spec), chosen({"result_aliases_no_input"})
+    once = inprocess.run(loaded, "cpu", aliases, settings=KILLING, one_failure=True)
+    both = inprocess.run(loaded, "cpu", aliases, settings=KILLING)
+    assert [(r.id, r.status) for r in once] == [("result_aliases_no_input[inference]", Status.FAIL)]
+    assert [r.id for r in both] == ["result_aliases_no_input[inference]", "result_aliases_no_input[no_grad]"]
+
+
 def test_an_unknown_entry_is_a_usage_error(capsys):
     from simacc.commands import cli
 

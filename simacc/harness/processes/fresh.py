@@ -28,6 +28,7 @@ when this process exits, and the zygote's children by the zygote before it ends,
 """
 
 import atexit
+import gc
 import importlib
 import io
 import json
@@ -94,6 +95,7 @@ def _zygote(channel):
     children it made have ended (the kernel reaps them as they do)."""
     children = []
     try:
+        gc.freeze()  # as a fork server does: its children's collections skip what it holds
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the parent
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
         while _asked(channel):

@@ -45,15 +45,16 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     ``implementation`` on ``device``; a list of :class:`Result`, one per parametrization and
     grad mode (of ``contexts``, as a session selects them). ``settings`` (a Hypothesis
     settings object) and ``seed`` are what the Hypothesis properties run under.
-    ``one_failure`` stops a parametrized property at its first failing parameter (enough to
-    know a mutant is killed).
+    ``one_failure`` stops a parametrized property at its first failing parameter, and runs
+    no property again in a later mode once it failed (enough to know a mutant is killed).
 
     The first mode runs in this process; each other one in a fresh process of its own
     (:mod:`simacc.harness.processes.fresh`) that imports the implementation anew, so that what it
     keeps from call to call is made and used in one mode, as in a server (CONTRACT.md §11.5)."""
     results = _in_mode(implementation, device, properties, settings, seed, timeout, one_failure, contexts, 0)
     for number in range(1, len(contexts)):
-        ids = [(prop.module, prop.id) for prop in properties if prop.across_contexts]
+        failed = {r.id.split("[")[0] for r in results if r.status == Status.FAIL} if one_failure else set()
+        ids = [(prop.module, prop.id) for prop in properties if prop.across_contexts and prop.id not in failed]
         if not ids:
             continue
         from simacc.harness.processes import fresh
