@@ -2,6 +2,7 @@
 concerns, ending ``try 'simacc <command> --help'``; a file error names the file; an IMPL that
 fails for a reason with a known cure says the cure."""
 
+import subprocess
 import sys
 
 import pytest
@@ -95,3 +96,14 @@ def test_without_jax_the_hint_installs_the_extra_of_the_installed_package(monkey
     monkeypatch.setitem(sys.modules, "jax", None)  # importlib.util.find_spec("jax") is None
     assert jaxbridge.missing() == ("the functional contract needs jax, which is not installed (pip install "
                                    "'simacc[jax]', or in a checkout pip install -e '.[jax]')")
+
+
+def test_a_command_imports_no_other_commands_module():
+    """``simacc check`` parses with check's own parser: the other commands' modules are time
+    before a check starts the process that imports torch."""
+    script = ("import sys\nfrom simacc.commands import cli\ntry:\n    cli.main(['check', '--help'])\n"
+              "except SystemExit:\n    pass\nprint(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.splitlines()[-1].split())
+    assert "simacc.commands.check" in loaded
+    assert not {f"simacc.commands.{name}" for name in cli.SUBCOMMANDS if name != "check"} & loaded

@@ -18,7 +18,6 @@ import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
 
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
@@ -335,6 +334,8 @@ def junit(verdict):
     (``simacc.properties.test_index``); a failure carries its message, its chart (a
     distribution's) and replay command;
     properties that do not apply are not test cases (their count is a suite property)."""
+    from xml.sax.saxutils import escape, quoteattr  # here, not at the top: 0.04 s of every check's start
+
     cases, failures, skipped = [], 0, 0
     for r in verdict.results:
         attrs = f'classname={quoteattr("simacc.properties." + r.module)} name={quoteattr(r.id)} time="{r.seconds:.3f}"'
