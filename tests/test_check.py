@@ -104,8 +104,12 @@ def test_the_reference_is_conformant_and_exits_0_with_a_progress_line_per_test_o
 def test_a_property_checked_in_every_grad_mode_has_one_progress_line_once_each_mode_ran_it(workdir, capsys):
     """Its tests in the later grad mode run in a session of their own that starts later: its
     one line waits for them, and the count never passes its total."""
-    code, out, err = run(capsys, REFERENCE, properties=(INDEX, "result_aliases_no_input"), verbose=False)
+    code, out, err = run(capsys, REFERENCE, "--json", "v.json", properties=(INDEX, "result_aliases_no_input"),
+                         verbose=False)
     assert code == 0, out
+    # the later session collects the one module that holds its tests, not the whole catalogue
+    first, later = json.loads((workdir / "v.json").read_text())["header"]["pytest_command"].split("; ")
+    assert "--pyargs simacc.properties -c" in first and "--pyargs simacc.properties.test_inputs -c" in later, later
     lines = sorted(err.splitlines())
     assert [line.split(" ", 1)[0] for line in lines] == ["[1/2]", "[2/2]"], err
     (aliasing,) = [line for line in lines if " result_aliases_no_input: " in line]

@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 # what every session imports, each name a module or ``package.prefix*`` (the package's modules
@@ -286,6 +287,7 @@ def _serve(address, packages):
         _import(name)
     if any(name.startswith("simacc.") for name in packages):
         _SGLANG["settings"] = _sglang(os.environ)
+    scan_constants()
     # what it imported lives as long as it does: the collections of what it forks skip it (with
     # torch imported a full one takes a tenth of a second, and Hypothesis runs one in each process)
     gc.freeze()
@@ -325,6 +327,25 @@ def _serve(address, packages):
             return
         if pid == 0:
             time.sleep(0.02)
+
+
+def scan_constants():
+    """Hypothesis's scan of the local modules for constants to draw, in a process about to
+    fork (where Hypothesis is imported): each process forked after it would scan at its first
+    draw (0.1 s with torch imported), and scans then only the modules imported since. The
+    functions are Hypothesis's private ones: where they are missing, forked processes scan
+    as before. Hypothesis's folder is left for each process to find, as it was."""
+    if "hypothesis" not in sys.modules:
+        return
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+        from hypothesis.internal.conjecture.providers import _get_local_constants
+    except ImportError:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Hypothesis warns of storage used while a plugin loads
+        _get_local_constants()
+    set_hypothesis_home_dir(None)  # the scan's cache fixed it: a forked process reads its own environment
 
 
 def _import(name):

@@ -59,6 +59,7 @@ def prepare():
     """Fork the zygote, once per process, where fork is safe (see the module)."""
     if _ZYGOTE["socket"] is not None or _COPY["is"] or not hasattr(socket, "send_fds") or "jax" in sys.modules:
         return
+    forkserver.scan_constants()  # before its copies: this process draws cases, and would scan at its first draw
     ours, theirs = socket.socketpair()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: a fork with threads running
