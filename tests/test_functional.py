@@ -56,7 +56,8 @@ def test_a_strided_tensor_reaches_jax_with_its_values():
 
 
 @needs_jax
-def test_a_call_gets_a_key_from_the_seed_and_returns_new_torch_tensors():
+@pytest.mark.parametrize("seed", [7, 0, 2**31 - 1, 2**31, 2**32 - 1])  # a case's seeds: uint32
+def test_a_call_gets_a_key_from_the_seed_and_returns_new_torch_tensors(seed):
     seen = {}
 
     def port(**arrays):
@@ -65,8 +66,9 @@ def test_a_call_gets_a_key_from_the_seed_and_returns_new_torch_tensors():
 
     index = torch.zeros((2, 3), dtype=torch.int32)
     got = jaxbridge.call(port, {"accept_index": index, "predict": torch.ones(4, dtype=torch.int32),
-                                "valid_mask": torch.tensor([True, False]), "rng": 7, "spec_steps": 2})
-    assert seen["rng"].tolist() == jaxbridge.jax.random.PRNGKey(7).tolist() and seen["spec_steps"] == 2
+                                "valid_mask": torch.tensor([True, False]), "rng": seed, "spec_steps": 2})
+    eager = jaxbridge.jax.random.PRNGKey(seed)  # the key the compiled one must be, bit for bit
+    assert seen["rng"].dtype == eager.dtype and seen["rng"].tolist() == eager.tolist() and seen["spec_steps"] == 2
     assert [(t.dtype, tuple(t.shape)) for t in got] == [(torch.int32, (2, 3)), (torch.int32, (4,)), (torch.bool, (2,))]
     assert got[0].data_ptr() != index.data_ptr()
 

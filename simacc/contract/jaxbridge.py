@@ -77,6 +77,17 @@ def to_jax(tensor):
     return jax.dlpack.from_dlpack(t if t.is_contiguous() else t.contiguous())
 
 
+def key(seed):
+    """``jax.random.PRNGKey(seed)``: compiled for a case's seed (a uint32: 14 µs a call,
+    where the eager call takes 200), eager for any other."""
+    return _seeded(np.uint32(seed)) if isinstance(seed, int) and 0 <= seed < 2**32 else jax.random.PRNGKey(seed)
+
+
+@jit()
+def _seeded(seed):
+    return jax.random.PRNGKey(seed)
+
+
 def to_torch(array, device):
     """A JAX (or NumPy) array as a new torch tensor on ``device``."""
     return torch.from_numpy(np.array(array)).to(device)
@@ -89,7 +100,7 @@ def call(fn, kwargs):
     with jax.default_device(jax.devices("cpu")[0]):
         arrays = {k: to_jax(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
         if arrays.get("rng") is not None:
-            arrays["rng"] = jax.random.PRNGKey(arrays["rng"])
+            arrays["rng"] = key(arrays["rng"])
         result = fn(**arrays)
     if not isinstance(result, (tuple, list)) or len(result) != len(RESULTS):
         got = f"a {type(result).__name__}" + (f" of {len(result)}" if isinstance(result, (tuple, list)) else "")
