@@ -59,6 +59,20 @@ def test_a_server_holding_simaccs_modules_forks_only_for_its_own_sglang_settings
     assert other.stdout.split()[1] == "False" and other.stdout.split()[0] != str(started.process.pid), other.stderr
 
 
+def test_a_server_scans_for_hypothesis_constants_once_and_leaves_each_process_its_own_hypothesis_folder(tmp_path):
+    """The scan's cache would fix Hypothesis's folder in the server: a forked process still finds
+    its own, from its own environment, as a new interpreter would."""
+    server = forkserver.Server(("hypothesis",))
+    try:
+        code = ("from hypothesis.configuration import storage_directory\n"
+                "from hypothesis.internal.conjecture import providers\n"
+                "print(providers._sys_modules_len is not None, storage_directory('x').path.parent)")
+        done = run(server, "-c", code, env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(tmp_path)})
+    finally:
+        server.close()
+    assert (done.returncode, done.stdout) == (0, f"True {tmp_path}\n"), done.stderr
+
+
 def test_the_client_ends_by_the_signal_that_ended_the_forked_process(server):
     done = run(server, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     assert done.returncode == -signal.SIGSEGV

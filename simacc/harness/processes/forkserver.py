@@ -334,18 +334,22 @@ def scan_constants():
     fork (where Hypothesis is imported): each process forked after it would scan at its first
     draw (0.1 s with torch imported), and scans then only the modules imported since. The
     functions are Hypothesis's private ones: where they are missing, forked processes scan
-    as before. Hypothesis's folder is left for each process to find, as it was."""
+    as before. Hypothesis's folder is left as it was (unset: each process finds its own, from
+    its own environment; or the one this process set)."""
     if "hypothesis" not in sys.modules:
         return
     try:
-        from hypothesis.configuration import set_hypothesis_home_dir
+        from hypothesis import configuration
         from hypothesis.internal.conjecture.providers import _get_local_constants
     except ImportError:
         return
+    if "__hypothesis_home_directory" not in vars(configuration):
+        return
+    folder = vars(configuration)["__hypothesis_home_directory"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Hypothesis warns of storage used while a plugin loads
         _get_local_constants()
-    set_hypothesis_home_dir(None)  # the scan's cache fixed it: a forked process reads its own environment
+    configuration.set_hypothesis_home_dir(folder)  # the scan's cache would have fixed it
 
 
 def _import(name):
