@@ -6,8 +6,11 @@ The servers here import nothing, so each test costs a Python start-up, not torch
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -71,6 +74,33 @@ def test_a_server_scans_for_hypothesis_constants_once_and_leaves_each_process_it
     finally:
         server.close()
     assert (done.returncode, done.stdout) == (0, f"True {tmp_path}\n"), done.stderr
+
+
+def test_a_process_that_ends_before_its_client_reads_its_pid_still_has_its_exit_code_read(tmp_path):
+    """Its pid and its exit can arrive together: a client reading them with two buffered readers
+    lost the second (exit 1 for a process that exited 3, once in a loaded suite run)."""
+    address = str(tmp_path / "s")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(1)
+
+    def serve():  # a server whose child ended at once: both lines in one write
+        conn, _ = listener.accept()
+        with conn:
+            raw, fds, _, _ = socket.recv_fds(conn, 4, 16)
+            for fd in fds:
+                os.close(fd)
+            size = struct.unpack("!I", raw)[0]
+            while size > 0:
+                size -= len(conn.recv(size))
+            conn.sendall(b'{"pid": 12345}\n{"exit": 3}\n')
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    forked = forkserver.request(address, ["-c", "pass"])
+    thread.join()
+    listener.close()
+    assert (forked.pid, forked.wait(5)) == (12345, 3)
 
 
 def test_the_client_ends_by_the_signal_that_ended_the_forked_process(server):

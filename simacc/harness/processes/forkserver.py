@@ -200,8 +200,8 @@ class Forked:
     """A process the server forked for this process: its ``pid``, and its exit status
     (:meth:`wait`) as the server reports it."""
 
-    def __init__(self, pid, conn):
-        self.pid, self._conn, self._replies, self.returncode = pid, conn, conn.makefile("r"), None
+    def __init__(self, pid, conn, replies):
+        self.pid, self._conn, self._replies, self.returncode = pid, conn, replies, None
 
     def wait(self, timeout=None):
         """Its exit code (negative: the signal that ended it); ``TimeoutError`` when it has not
@@ -245,10 +245,11 @@ def request(address, args, fds=(0, 1, 2), patience=5.0, kind="fork"):
             time.sleep(0.01)
     header = json.dumps({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
                          "pgid": os.getpgrp()}).encode()
+    replies = conn.makefile("r")  # one reader: a process that ends at once has its exit read with its pid
     try:
         socket.send_fds(conn, [struct.pack("!I", len(header))], list(fds))
         conn.sendall(header)
-        first = conn.makefile("r").readline()
+        first = replies.readline()
     except OSError:
         first = ""
     if not first:
@@ -258,7 +259,7 @@ def request(address, args, fds=(0, 1, 2), patience=5.0, kind="fork"):
     if kind == "ranks":
         conn.close()
         return _Said(answer["address"])
-    return Forked(answer["pid"], conn)
+    return Forked(answer["pid"], conn, replies)
 
 
 class _Said:
