@@ -2,7 +2,8 @@
 its client (arguments, environment, working directory, standard streams, exit status, the
 signal that ended it, the process group), and a command leaves no process behind.
 
-The servers here import nothing, so each test costs a Python start-up, not torch's import."""
+The servers here import nothing (one imports Hypothesis), so each test costs a Python start-up,
+not torch's import."""
 
 import os
 import signal
