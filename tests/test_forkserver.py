@@ -8,7 +8,6 @@ not torch's import."""
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -92,12 +91,9 @@ def test_a_process_that_ends_before_its_client_reads_its_pid_still_has_its_exit_
     def serve():  # a server whose child ended at once: both lines in one write
         conn, _ = listener.accept()
         with conn:
-            raw, fds, _, _ = socket.recv_fds(conn, 4, 16)
+            _, fds = forkserver._receive_request(conn)
             for fd in fds:
                 os.close(fd)
-            size = struct.unpack("!I", raw)[0]
-            while size > 0:
-                size -= len(conn.recv(size))
             conn.sendall(b'{"pid": 12345}\n{"exit": 3}\n')
 
     thread = threading.Thread(target=serve)
