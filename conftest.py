@@ -3,7 +3,7 @@ loaded by name in ``pyproject.toml``'s ``addopts``, which turns autoloading off;
 ``simacc_impl = references`` makes every property run against its own contract's reference).
 
 Tests marked ``slow`` (an install from a built wheel, a check under a pytest-xdist worker)
-run only with ``--simacc-run-slow``: CI's suite keeps to about a minute without them. The
+run only with ``--simacc-run-slow``: CI's suite keeps to a few minutes without them. The
 option is namespaced because this file is also read where a project checks an editable
 install of simacc from this checkout.
 
