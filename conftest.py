@@ -10,16 +10,32 @@ install of simacc from this checkout.
 Each process that runs tests makes the copy that fresh processes start from
 (:mod:`simacc.harness.processes.fresh`) before the tests are collected: the self-tests import the zoo at
 collection, and ranks forked from a copy that already holds an implementation's module would
-not import it anew (they would be new interpreters instead, a second of torch each)."""
+not import it anew (they would be new interpreters instead, a second of torch each).
+
+Under the ``ci`` profile (``CI`` set) with no number of examples given, the references are
+checked at :data:`CI_EXAMPLES` examples a property, not the profile's 200: a user's CI keeps
+200, and ``tests/test_zoo.py`` kills every mutant at 200. Another profile, or
+``--simacc-max-examples`` / ``SIMACC_MAX_EXAMPLES``, is taken as given."""
+
+import dataclasses
 
 import pytest
+
+CI_EXAMPLES = 100  # Hypothesis's own default: the catalogue's share of the suite's CPU, halved
 
 
 def pytest_addoption(parser):
     parser.addoption("--simacc-run-slow", action="store_true", help="also run simacc's own slow self-tests")
 
 
+@pytest.hookimpl(trylast=True)  # after the plugin has resolved its settings
 def pytest_configure(config):
+    from simacc.harness.plugin import fixtures
+
+    state = config.stash.get(fixtures.STATE, None)
+    if state is not None and state.settings.references and state.settings.profile == "ci" \
+            and state.settings.max_examples is None:
+        state.settings = dataclasses.replace(state.settings, max_examples=CI_EXAMPLES)
     config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
     config.addinivalue_line("markers", "vllm: runs vLLM's own code; skipped with the reason where vLLM is not importable "
                                        "(docs/vllm.md; select with -m vllm)")

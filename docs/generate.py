@@ -32,8 +32,8 @@ def options_page():
                      f"{option.help.replace('|', '/')} |")
     lines += ["", "The pytest plugin also reads the ini option `simacc_impl` (after the variable): "
               "`references` makes every property run against its own contract's reference, as in simacc's "
-              "own repository (whose `addopts` also give `--simacc-max-examples=100`: Hypothesis's default "
-              "number, half the `ci` profile's).", ""]
+              "own repository (where its `conftest.py` checks them at 100 examples a property under the `ci` "
+              "profile, half the profile's 200).", ""]
     parser = cli.build_parser()
     for name, sub in _subcommands(parser).items():
         lines += [f"## simacc {name}", "", "```", sub.format_help().rstrip(), "```", ""]
