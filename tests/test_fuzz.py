@@ -77,6 +77,9 @@ def test_a_ctrl_c_while_a_pass_starts_is_taken_once_the_pass_can_be_stopped(ctrl
     assert child.wait(60) == 0
 
 
+# a Ctrl-C at a chance moment may land in a gc callback (Hypothesis keeps one), where Python can
+# only report it as unraisable: that one is lost, and the loop waits for the next alarm
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_ctrl_c_while_a_session_looks_at_its_child_never_makes_the_child_unwaitable(ctrl_c):
     """A ``KeyboardInterrupt`` raised inside ``Popen.poll`` can leave its lock held, and every
     later wait for the child then blocks forever: a session that never ends after its Ctrl-C
