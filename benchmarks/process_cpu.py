@@ -11,6 +11,7 @@ be missed: the total is a lower bound, close to ``time``'s figure at a short int
 """
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -72,12 +73,14 @@ def main(argv=None):
                 break
             time.sleep(args.interval)
         except KeyboardInterrupt:  # its session is not the terminal's: pass the Ctrl-C on, report what it did
-            os.killpg(child.pid, signal.SIGINT)
+            with contextlib.suppress(ProcessLookupError):  # its group may have ended just now
+                os.killpg(child.pid, signal.SIGINT)
     print(f"exit {child.returncode}; {time.perf_counter() - start:.2f} s", file=sys.stderr)
     for pid, (parent, first, last, cpu, line) in sorted(seen.items(), key=lambda item: item[1][1]):
         print(f"{pid:>8} parent {parent:>8} {first:6.2f}-{last:6.2f} s {cpu:6.2f} CPU-s  {line[:110]}")
     print(f"{len(seen)} processes, {sum(row[3] for row in seen.values()):.2f} CPU-s")
-    return child.returncode
+    code = child.returncode
+    return 128 - code if code < 0 else code  # ended by a signal: 128 + its number, as a shell says
 
 
 if __name__ == "__main__":
