@@ -18,8 +18,10 @@ session imports (the plugin, the properties' shared modules, the strategies; nev
 implementation, the zoo's included), which each session and worker would otherwise import
 anew. simacc's contract reads sglang's ``SGLANG_*`` settings at import, as sglang does, so such
 a server forks only for a client with the same ``SGLANG_*`` settings as its own; another client
-becomes ``python`` itself. Each forked process reseeds numpy's global generator; Python's
-``random`` reseeds itself at a fork. The server runs no thread and never touches CUDA, so a fork
+becomes ``python`` itself. A session server imports ``numpy.random`` too, which numpy loads at
+its first use (28 ms in each process, and Hypothesis uses it in every one); each forked process
+reseeds its global generator where the server has one, and Python's ``random`` reseeds itself
+at a fork. The server runs no thread and never touches CUDA, so a fork
 is safe. A rank server, started with another hash seed and importing torch and simacc's runner,
 forks the ranks that must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's,
 and where rank 0 cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
@@ -32,13 +34,12 @@ missing, :func:`command` is plain ``python``.
 import atexit
 import gc
 import importlib
-import json
+import marshal
 import os
 import secrets
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -46,10 +47,12 @@ import time
 import warnings
 from pathlib import Path
 
+from simacc.harness.processes.forkclient import frame, request
+
 # what every session imports, each name a module or ``package.prefix*`` (the package's modules
 # whose names start with prefix); simacc's are names here, not imports: the properties, never an
 # implementation
-SESSION_PACKAGES = ("torch", "numpy", "pytest", "_pytest.*", "xdist.*", "execnet", "hypothesis",
+SESSION_PACKAGES = ("torch", "numpy.random", "pytest", "_pytest.*", "xdist.*", "execnet", "hypothesis",
                     "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful",
                     "simacc.harness.plugin.*", "simacc.properties.test_*")
 RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner")  # no implementation
@@ -194,77 +197,6 @@ def command(args, address=None):
         found = server()
         address = found.address if found is not None else None
     return [*client(address), *args] if address else [sys.executable, *args]
-
-
-class Forked:
-    """A process the server forked for this process: its ``pid``, and its exit status
-    (:meth:`wait`) as the server reports it."""
-
-    def __init__(self, pid, conn, replies):
-        self.pid, self._conn, self._replies, self.returncode = pid, conn, replies, None
-
-    def wait(self, timeout=None):
-        """Its exit code (negative: the signal that ended it); ``TimeoutError`` when it has not
-        ended ``timeout`` seconds from now; 1 if the server went away first."""
-        if self.returncode is None:
-            self._conn.settimeout(timeout)
-            try:
-                line = self._replies.readline()
-            except (socket.timeout, TimeoutError):
-                raise TimeoutError(f"process {self.pid} still runs") from None
-            finally:
-                self._conn.settimeout(None)
-            self.returncode = json.loads(line)["exit"] if line else 1
-            self._conn.close()
-        return self.returncode
-
-    def close(self):
-        """Stop waiting for it: the server kills it if it still runs."""
-        self._conn.close()
-
-
-def request(address, args, fds=(0, 1, 2), patience=5.0, kind="fork"):
-    """Ask the server at ``address`` for a process that runs ``python ARGS`` with ``fds`` as its
-    descriptors 0, 1, 2, ... and this process's environment, working directory and process
-    group; a :class:`Forked`, or None when the server cannot be reached. A server listens
-    before it imports, so one that is starting keeps the request waiting in its queue; only its
-    first moments, before it listens, are waited out (up to ``patience`` seconds, while its
-    folder is there): a server that is gone is None at once.
-    ``kind`` "ranks" asks instead for its rank server's address (``.address`` of the answer)."""
-    deadline = time.monotonic() + patience
-    while True:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            conn.connect(address)
-            break
-        except OSError:
-            conn.close()
-            starting = not os.path.exists(address) and os.path.isdir(os.path.dirname(address))
-            if not starting or time.monotonic() > deadline:
-                return None
-            time.sleep(0.01)
-    header = json.dumps({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
-                         "pgid": os.getpgrp()}).encode()
-    replies = conn.makefile("r")  # one reader: a process that ends at once has its exit read with its pid
-    try:
-        socket.send_fds(conn, [struct.pack("!I", len(header))], list(fds))
-        conn.sendall(header)
-        first = replies.readline()
-    except OSError:
-        first = ""
-    if not first:
-        conn.close()
-        return None
-    answer = json.loads(first)
-    if kind == "ranks":
-        conn.close()
-        return _Said(answer["address"])
-    return Forked(answer["pid"], conn, replies)
-
-
-class _Said:
-    def __init__(self, address):
-        self.address = address
 
 
 # -- the server ------------------------------------------------------------------------------------
@@ -414,22 +346,23 @@ def _reap(children):
 
 def _say(conn, message):
     try:
-        conn.sendall(json.dumps(message).encode() + b"\n")
+        conn.sendall(frame(message))
     except OSError:
         pass
 
 
 def _receive_request(conn):
-    """The client's request: its header (JSON, after a 4-byte length) and its file descriptors."""
+    """The client's request (:func:`~simacc.harness.processes.forkclient.request`): its header and
+    its file descriptors."""
     raw, fds, _, _ = socket.recv_fds(conn, 4, 16)
-    (size,) = struct.unpack("!I", raw)
+    size = int.from_bytes(raw, "big")
     body = b""
     while len(body) < size:
         chunk = conn.recv(size - len(body))
         if not chunk:
             raise OSError("the client went away")
         body += chunk
-    return json.loads(body), fds
+    return marshal.loads(body), fds
 
 
 def _ranks():
@@ -442,12 +375,12 @@ def _ranks():
 
 def _fork(conn, listener, wake_read, wake_write):
     try:
-        request, fds = _receive_request(conn)
-    except (OSError, ValueError, struct.error):
+        asked, fds = _receive_request(conn)
+    except (OSError, ValueError, EOFError, TypeError):
         conn.close()
         return None
-    ranks = request.get("kind") == "ranks"
-    if ranks or (_SGLANG and _sglang(request["env"]) != _SGLANG["settings"]):
+    ranks = asked.get("kind") == "ranks"
+    if ranks or (_SGLANG and _sglang(asked["env"]) != _SGLANG["settings"]):
         for fd in fds:
             os.close(fd)
         if ranks:
@@ -466,7 +399,7 @@ def _fork(conn, listener, wake_read, wake_write):
             os.close(fd)
         listener.close()
         conn.close()
-        code = _become(request, fds)
+        code = _become(asked, fds)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - reported as a new interpreter would report it
@@ -486,10 +419,10 @@ def _sglang(environ):
     return {k: v for k, v in environ.items() if k.startswith("SGLANG_")}
 
 
-def _become(request, fds):
+def _become(asked, fds):
     """(in the forked child) Take the client's place and run its ``python`` arguments."""
     try:
-        os.setpgid(0, request["pgid"])
+        os.setpgid(0, asked["pgid"])
     except OSError:
         pass
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
@@ -504,16 +437,14 @@ def _become(request, fds):
     sys.stdin = open(0, "r", closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
-    os.chdir(request["cwd"])
+    os.chdir(asked["cwd"])
     os.environ.clear()
-    os.environ.update(request["env"], **{ADDRESS: _LISTENING[0], PYTHON: sys.executable, SESSION: str(os.getsid(0))})
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()  # from the operating system, as at numpy's import
-    args = request["argv"]
+    os.environ.update(asked["env"], **{ADDRESS: _LISTENING[0], PYTHON: sys.executable, SESSION: str(os.getsid(0))})
+    reseed_numpy()
+    args = asked["argv"]
     while args and args[0] in ("-u", "-B", "-E", "-s"):  # interpreter flags: the server's apply
         args = args[1:]
-    _adopt_path(request, args)
+    _adopt_path(asked, args)
     import runpy
 
     if args[:1] == ["-m"]:
@@ -528,13 +459,22 @@ def _become(request, fds):
     return 0
 
 
-def _adopt_path(request, args):
+def reseed_numpy():
+    """(in a forked copy) Seed numpy's global generator from the operating system, as a new
+    process's first use of it does, where the parent had made it (numpy makes it when its
+    ``numpy.random`` is first used, 28 ms: a copy of a parent that had not uses it anew)."""
+    generators = sys.modules.get("numpy.random")
+    if generators is not None:
+        generators.seed()
+
+
+def _adopt_path(asked, args):
     """``sys.path`` as a new interpreter started by the client would have it: its first entry
     (the working directory for ``-m``, '' for ``-c``, the script's folder), its PYTHONPATH, then
     the rest of the server's."""
     given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     rest = [p for p in sys.path[1:] if p not in _OWN_PATH]
-    first = request["cwd"] if args[:1] == ["-m"] else "" if args[:1] == ["-c"] else str(Path(args[0]).resolve().parent)
+    first = asked["cwd"] if args[:1] == ["-m"] else "" if args[:1] == ["-c"] else str(Path(args[0]).resolve().parent)
     sys.path[:] = [first, *given, *rest]
 
 

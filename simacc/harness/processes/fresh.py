@@ -13,7 +13,7 @@ functions (:class:`Process`) until its user closes it, and ends with it.
 What a copy has that a new interpreter would not: what was imported and done before the
 zygote was made (the implementation never), Python's hash seed and the layout of its memory.
 Each copy reseeds numpy's global generator from the operating system, as a new process does
-when it imports numpy (Python's ``random`` is reseeded at every fork), and runs torch on one
+at its first use (Python's ``random`` is reseeded at every fork), and runs torch on one
 thread (the pool of threads libgomp kept in the parent does not survive a fork). Where a
 difference matters (a tensor-parallel rank: servers start each rank as a new interpreter), or
 where fork is missing or unsafe (JAX imported before the zygote: it runs threads of its own; a
@@ -152,9 +152,7 @@ def _child(sock):
 
 def _as_if_new():
     _COPY["is"] = True
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()  # from the operating system, as at numpy's import
+    forkserver.reseed_numpy()
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
