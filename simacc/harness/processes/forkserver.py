@@ -105,12 +105,30 @@ class Server:
     def close(self):
         if self.process.stdin is not None:
             self.process.stdin.close()  # the server kills what it still runs, and ends
+        wait_for_one([self.process], 15)
         try:
             self.process.wait(15)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
         self._folder.cleanup()
+
+
+def wait_for_one(processes, timeout):
+    """Wait until one of ``processes`` (``Popen`` objects) has ended, or ``timeout`` seconds
+    have passed; its end is heard at once through pidfds (``Popen.wait`` with a timeout looks
+    every few ms, up to 50 ms apart). False where the system has none: nothing was waited."""
+    fds = []
+    try:
+        fds += [os.pidfd_open(process.pid) for process in processes if process.returncode is None]
+        if fds:
+            select.select(fds, [], [], timeout)
+        return True
+    except (AttributeError, OSError):
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _fingerprint():

@@ -28,7 +28,6 @@ check's session here, ``repro`` and ``mutants`` through
 
 import collections
 import os
-import select
 import shlex
 import signal
 import subprocess
@@ -82,15 +81,8 @@ def nap(children):
     """Wait :data:`POLL_S`, or less: until one of the processes ``children`` (``Popen`` objects)
     ends, where the system has pidfds (a session's end is then heard at once, not on average
     half a look later)."""
-    fds = []
-    try:
-        fds += [os.pidfd_open(child.pid) for child in children if child.returncode is None]
-        select.select(fds, [], [], POLL_S)
-    except (AttributeError, OSError):  # no pidfds here
+    if not forkserver.wait_for_one(children, POLL_S):
         time.sleep(POLL_S)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 class Deadline:
