@@ -201,6 +201,17 @@ def test_a_crashing_worker_fails_its_property_and_the_others_still_run(workdir, 
     assert "the worker process died while running it" in out
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores (on one, torch's own count is one thread)")
+def test_a_call_that_sets_one_thread_fails_where_each_worker_was_given_one(workdir, capsys):
+    """As many workers as cores run torch on one thread each; a serving process runs on torch's
+    own count, and a call that sets one thread changes that: judged from it, not the share."""
+    cores = len(os.sched_getaffinity(0))
+    spec = impl_file(workdir, "torch.set_num_threads(1)\n" + REFERENCE_CALL + "return out\n", preamble="import torch")
+    code, out, _ = run(capsys, spec, "-n", str(cores), properties=("leaves_the_process_as_it_found_it", INDEX))
+    assert code == 1 and rows(out) == {"leaves_the_process_as_it_found_it": "FAIL", INDEX: "pass"}, out
+    assert f"thread count {torch.get_num_threads()} -> 1" in out, out
+
+
 def test_an_implementation_that_ends_its_process_in_a_call_is_not_conformant(workdir, capsys):
     # with -n 0 the one process of the session ends, with exit code 0: no result is a success
     spec = impl_file(workdir, "os._exit(0)\n")

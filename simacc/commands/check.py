@@ -66,8 +66,9 @@ def register(subparsers):
     p.add_argument("--list", action="store_true", help="list the properties that apply to IMPL, each with its "
                    "claim, and run none (-v: their tests, and what does not apply and why)")
     p.add_argument("-n", dest="workers", type=opts.argtype(opts.workers), default="auto", metavar="WORKERS",
-                   help="pytest-xdist worker processes (default auto); 0 runs the properties in one process: "
-                   "quicker to start, but a crash (or a call stuck in C code) ends the whole check")
+                   help="pytest-xdist worker processes (default auto), each running torch on its share of the "
+                   "cores; 0 runs the properties in one process: quicker to start, but a crash (or a call stuck in "
+                   "C code) ends the whole check")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the verdict as JSON (schema simacc.check/1)")
     p.add_argument("--junitxml", type=Path, metavar="PATH", help="also write the verdict as JUnit XML")
     p.add_argument("--html", type=Path, metavar="REPORT", help="also write the verdict as one self-contained HTML "

@@ -14,6 +14,7 @@ function-mode stack (where ``torch.set_default_device`` puts it), and in full on
 depth is not zero.
 """
 
+import contextlib
 import os
 import signal
 from typing import NamedTuple
@@ -28,6 +29,7 @@ import torch
 # every signal a handler can be set for (SIGKILL and SIGSTOP cannot be caught)
 _SIGNALS = tuple(sorted(set(signal.valid_signals()) - {getattr(signal, "SIGKILL", None), getattr(signal, "SIGSTOP", None)}))
 _modes = getattr(torch._C, "_len_torch_function_stack", None)
+_OWN_THREADS = []  # torch's thread count before share_the_cores changed it, where it did
 
 
 class Snapshot(NamedTuple):
@@ -119,3 +121,31 @@ def _on(flag):
 def _deterministic(state):
     mode, warn_only = state.deterministic
     return f"{_on(mode)}{' (warn only)' if mode and warn_only else ''}"
+
+
+def share_the_cores(processes):
+    """Run torch on this process's share of the cores, ``processes`` running at once (an xdist
+    worker of a simacc command's session): each on torch's own count, as many threads as
+    cores, they would run that many times too many, and the threads OpenMP leaves spinning
+    after each parallel op take the cores from the other workers (a check took 11% longer)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    share = max(1, cores // max(1, processes))
+    if share != torch.get_num_threads():
+        _OWN_THREADS[:] = _OWN_THREADS or [torch.get_num_threads()]
+        torch.set_num_threads(share)
+
+
+@contextlib.contextmanager
+def own_threads():
+    """Torch's own thread count for the duration, where :func:`share_the_cores` changed it:
+    the count of a serving process, from which a call's change to it is judged (a call that
+    sets one thread changes nothing in a worker given one)."""
+    if not _OWN_THREADS:
+        yield
+        return
+    shared = torch.get_num_threads()
+    torch.set_num_threads(_OWN_THREADS[0])
+    try:
+        yield
+    finally:
+        torch.set_num_threads(shared)

@@ -119,6 +119,10 @@ def load(config):
         return
     finally:
         watch.rest()
+    if st.stream and hasattr(config, "workerinput"):  # a command's worker, never a user's process
+        from simacc.harness.call import process_state
+
+        process_state.share_the_cores(config.workerinput.get("workercount", 1))
     if st.stream:
         import hypothesis
         import torch
