@@ -12,6 +12,9 @@ cannot change the next call's draws, and a change of directory cannot move a rep
 A snapshot costs about a microsecond: the default device is read as the depth of torch's
 function-mode stack (where ``torch.set_default_device`` puts it), and in full only when that
 depth is not zero.
+
+A command's xdist worker runs torch on its share of the cores (:func:`share_the_cores`); the
+property that judges a call's changes makes its calls at torch's own count (:func:`own_threads`).
 """
 
 import contextlib
