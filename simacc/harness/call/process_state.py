@@ -134,7 +134,8 @@ def share_the_cores(processes):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     share = max(1, cores // max(1, processes))
     if share != torch.get_num_threads():
-        _OWN_THREADS[:] = _OWN_THREADS or [torch.get_num_threads()]
+        if not _OWN_THREADS:
+            _OWN_THREADS.append(torch.get_num_threads())
         torch.set_num_threads(share)
 
 

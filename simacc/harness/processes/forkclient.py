@@ -99,13 +99,13 @@ def request(address, args, fds=(0, 1, 2), patience=5.0, kind="fork"):
             if not starting or time.monotonic() > deadline:
                 return None
             time.sleep(0.01)
-    header = marshal.dumps({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
-                            "pgid": os.getpgrp()})
+    framed = frame({"kind": kind, "argv": list(args), "env": dict(os.environ), "cwd": os.getcwd(),
+                    "pgid": os.getpgrp()})
     descriptors = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)  # C ints, as SCM_RIGHTS wants
     answers = _Answers(conn)
     try:
-        conn.sendmsg([len(header).to_bytes(4, "big")], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
-        conn.sendall(header)
+        conn.sendmsg([framed[:4]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])  # the length
+        conn.sendall(framed[4:])
         first = answers.next()
     except (OSError, ValueError, EOFError, TypeError):  # gone, or not a server of this protocol
         first = None

@@ -105,9 +105,9 @@ class Server:
     def close(self):
         if self.process.stdin is not None:
             self.process.stdin.close()  # the server kills what it still runs, and ends
-        wait_for_one([self.process], 15)
+        waited = wait_for_one([self.process], 15)
         try:
-            self.process.wait(15)
+            self.process.wait(0 if waited else 15)  # 15 s in all, then it is killed
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
