@@ -18,13 +18,14 @@ from hypothesis import Phase, settings
 from simacc import properties, zoo
 from simacc.commands import cli
 from simacc.harness.call import impl, tamper
+from simacc.harness.call.runner import ImplementationHung
 from simacc.harness.config import profiles
 from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
 from simacc.harness.model import repro_files as reprofile
 from simacc.harness.model.cases import EagleCase, TensorArg
 from simacc.harness.processes import fresh
-from simacc.harness.sessions import inprocess
+from simacc.harness.sessions import inprocess, ranks
 
 COUNT = "num_correct_drafts_is_length_minus_one"
 RANKS = "ranks_agree_given_the_same_inputs_and_seed"
@@ -176,3 +177,67 @@ def test_two_ranks_that_cannot_be_copies_hash_strings_apart_even_with_the_hash_s
     nine = subprocess.run([sys.executable, "-S", "-c", "print(hash('sim-acc'))"], env={"PYTHONHASHSEED": "9"},
                           capture_output=True, text=True, check=True)
     assert hashes[0] == ("ok", int(nine.stdout)), hashes
+
+
+class _Scripted:
+    """A rank that answers from a script, each answer to the call it was asked, as a rank's
+    process does; an exception in the script is raised where the answer would be read."""
+
+    pid = 0
+
+    def __init__(self, *script):
+        self.script, self.asked, self.closed = list(script), [], False
+
+    def send(self, target, *args):
+        self.asked.append(self.script.pop(0))
+
+    def receive(self, limit):
+        answer = self.asked.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def close(self):
+        self.closed = True
+
+
+def _scripted_ranks(*processes):
+    scripted = object.__new__(ranks.Ranks)
+    scripted.processes, scripted.timeout = list(processes), 1
+    return scripted
+
+
+def test_ranks_stay_in_step_when_one_rank_fails_a_call():
+    """Rank 0 late on the first call, rank 1 in time: rank 1's answer is read all the same, so
+    the next call compares both ranks' answers to that call (left unread, rank 1's first answer
+    would be taken for its second, and every later call compared with the one before)."""
+    late = _Scripted(("raised", "ImplementationHung: late"), ("ok", "second"))
+    both = _scripted_ranks(late, _Scripted(("ok", "first"), ("ok", "second")))
+    with pytest.raises(ImplementationHung, match="in rank 0: late"):
+        both.run(case=None)
+    assert both.run(None) == ["second", "second"]
+
+
+class _Runner:
+    impl = device = context = None
+    timeout = 1
+
+    def __init__(self):
+        self.closing = []
+
+    def check_import(self):
+        pass
+
+
+def test_a_rank_that_died_ends_its_ranks_and_the_next_call_starts_new_ones(monkeypatch):
+    made = [_scripted_ranks(_Scripted(fresh.Died("it ended before it answered")), _Scripted(("ok", "first"))),
+            _scripted_ranks(_Scripted(("ok", "second")), _Scripted(("ok", "second")))]
+    monkeypatch.setattr(ranks, "Ranks", lambda *args: made.pop(0))
+    runner = _Runner()
+    dead, kept = made[0].processes
+    with pytest.raises(ranks.RankFailed, match="rank 0's process .* died: it ended before it answered"):
+        ranks.of(runner, None)
+    assert dead.closed and kept.closed and not kept.asked  # rank 1's answer was read, then it was closed
+    assert ranks.of(runner, None) == ["second", "second"] and not made
+    (close,) = runner.closing  # one closing for the runner, whichever ranks it holds then
+    close()

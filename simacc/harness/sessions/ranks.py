@@ -53,9 +53,11 @@ def of(runner, case):
     runner.check_import()
     runner.last = (case, runner.device)
     ranks = _OF_RUNNER.get(runner)
-    if ranks is None:
-        ranks = _OF_RUNNER[runner] = Ranks(runner.impl, runner.device, runner.context, runner.timeout)
-        runner.closing.append(lambda: _OF_RUNNER.pop(runner).close())
+    if ranks is None or not ranks.processes:  # none yet, or the last lost a rank: new ones, in step from their start
+        fresh_ranks = Ranks(runner.impl, runner.device, runner.context, runner.timeout)
+        if ranks is None:
+            runner.closing.append(lambda: _OF_RUNNER.pop(runner).close())
+        ranks = _OF_RUNNER[runner] = fresh_ranks
     return ranks.run(case)
 
 
@@ -82,24 +84,31 @@ class Ranks:
         return self._all("simacc.harness.sessions.ranks:_call", case, limit=self.timeout + watch.WATCHDOG_GRACE + 30)
 
     def _all(self, target, *args, limit):
-        for process in self.processes:
-            process.send(target, *args)
-        answers = []
+        """Every rank's answer to ``target(*args)``, in rank order. Every answer is read before
+        a rank's failure is raised: an answer left unread would be taken for the next call's,
+        and from then on the ranks would compare different calls. A rank that died ends them
+        all; :func:`of` starts new ones at the next call."""
+        sent, failure, died = [], None, False
         for rank, process in enumerate(self.processes):
+            try:
+                process.send(target, *args)
+                sent.append((rank, process))
+            except fresh.Died as e:
+                failure, died = failure or _death(rank, process, e), True
+        answers = []
+        for rank, process in sent:
             try:
                 kind, value = process.receive(limit)
             except fresh.Died as e:
-                words = watch.last_words(watch.prefix(), process.pid) if watch.prefix() else None
-                said = f"rank {rank}'s process (pid {process.pid}) died: {words[1] if words else e}"
-                if words and words[0] in ("watchdog", "killed"):  # its call outlasted the time limit
-                    from simacc.harness.call.runner import ImplementationHung
-
-                    watch.note_hang()
-                    raise ImplementationHung(said) from None
-                raise RankFailed(said) from None
+                failure, died = failure or _death(rank, process, e), True
+                continue
             if kind == "raised":
-                _reraise(value, rank)
+                failure = failure or _reraised(value, rank)
             answers.append(value)
+        if died:
+            self.close()
+        if failure is not None:
+            raise failure
         return answers
 
     def close(self):
@@ -117,13 +126,25 @@ def _modules(impl):
     return (*dotted, getattr(impl.fn, "__module__", None))
 
 
-def _reraise(line, rank):
+def _death(rank, process, e):
+    """The failure to raise for a rank whose process ended: a hang where the watchdog killed it."""
+    words = watch.last_words(watch.prefix(), process.pid) if watch.prefix() else None
+    said = f"rank {rank}'s process (pid {process.pid}) died: {words[1] if words else e}"
+    if words and words[0] in ("watchdog", "killed"):  # its call outlasted the time limit
+        from simacc.harness.call.runner import ImplementationHung
+
+        watch.note_hang()
+        return ImplementationHung(said)
+    return RankFailed(said)
+
+
+def _reraised(line, rank):
     """A rank's own failure (a hang, a harness modified): the same failure here."""
     from simacc.harness.call.runner import HarnessModified, ImplementationHung
 
     kind, _, message = line.partition(": ")
     error = {"ImplementationHung": ImplementationHung, "HarnessModified": HarnessModified}.get(kind, RankFailed)
-    raise error(f"in rank {rank}: {message if error is not RankFailed else line}")
+    return error(f"in rank {rank}: {message if error is not RankFailed else line}")
 
 
 def _start(spec, contract, level, fixed_token_id, device, context, timeout, prefix):
