@@ -19,6 +19,7 @@ second draft accepted 1 time in 20, so a length off by 0.05 doubles or removes i
 import torch
 
 from simacc.contract import vllm as ref
+from simacc.harness.config import devices
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
@@ -134,18 +135,11 @@ def test_vllm_a_seeded_request_reproduces_whatever_else_is_in_the_batch(simacc, 
           f"{in_batch}, as in its batch of {case.bs}", case)
 
 
-def _default_generator(device):
-    device = torch.device(device)
-    if device.type == "cpu":
-        return torch.default_generator
-    return torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
-
-
 def v1_draws(case, device):
     """§16.2's calls, by hand, from the device's default generator seeded with ``case.seed``:
     ``(uniforms, exponentials or None, generators, the default generator's state after)``;
     the generator's state is put back."""
-    default = _default_generator(device)
+    default = devices.default_generator(device)
     before = default.get_state()
     default.manual_seed(case.seed)
     counts = case.counts
@@ -173,9 +167,8 @@ def test_vllm_v1_makes_v1s_generator_calls(simacc, case):
     """V1 exactly: its uniforms and exponentials from the calls §16.2 names, each generator left as those calls leave it (§16.2)."""
     device = simacc.device
     uniforms, exponentials, generators, after = v1_draws(case, device)
-    _default_generator(device).manual_seed(case.seed)  # the runner seeds the CPU's only
-    outcome = simacc.run(case)
-    state = outcome.rng_after if torch.device(device).type == "cpu" else _default_generator(device).get_state()
+    outcome = simacc.run(case)  # the runner seeds the device's default generator with case.seed
+    state = outcome.rng_after if torch.device(device).type == "cpu" else devices.default_generator(device).get_state()
     check(torch.equal(state, after), f"the default generator of {device} after the call", "in another state",
           "in the state §16.2's calls leave it", case)
     for r, g in generators.items():

@@ -71,3 +71,43 @@ def test_with_one_gpu_a_second_one_is_missing_and_says_so(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     assert devices.unavailable("cuda") is None and devices.unavailable("cuda:0") is None
     assert devices.unavailable("cuda:1") == "no cuda:1: torch.cuda.device_count() is 1"
+
+
+def test_the_default_generator_of_the_cpu_is_torchs():
+    assert devices.default_generator("cpu") is torch.default_generator
+    assert devices.default_generator("cpu:0") is torch.default_generator
+
+
+@pytest.mark.parametrize("spelling", ["cuda", "cuda:0"])
+def test_cudas_default_generator_is_found_before_cuda_is_initialised(monkeypatch, spelling):
+    """``torch.cuda.default_generators`` is an empty tuple until CUDA is initialised: read before
+    the index initialised it, it failed a worker's first CUDA call with an IndexError that its
+    replay did not repeat (benchmarks/gpu_check.sh). A stand-in for torch's lazy start here."""
+    generator = torch.Generator()
+
+    def start():
+        monkeypatch.setattr(torch.cuda, "default_generators", (generator,))
+
+    monkeypatch.setattr(torch.cuda, "default_generators", ())
+    monkeypatch.setattr(torch.cuda, "init", start)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: start() or 0)
+    assert devices.default_generator(spelling) is generator
+
+
+def test_a_call_on_cuda_has_that_devices_generator_seeded_from_the_case(monkeypatch):
+    """vLLM's V1 draws on its tensors' device: the runner seeds that device's default generator
+    as it seeds the CPU's, so that two ranks, or a replay, draw alike whatever calls their
+    processes made before (on an H200, two ranks of the reference disagreed without it). A
+    stand-in for CUDA's generator here; V2 draws from its own seeds, so only the CPU's is seeded."""
+    from simacc.harness.call import impl
+    from simacc.harness.call.runner import Runner
+
+    cuda = torch.Generator()
+    monkeypatch.setattr(torch.cuda, "default_generators", (cuda,))
+    monkeypatch.setattr(torch.cuda, "init", lambda: None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    runner = Runner(impl.reference("vllm_v1"), "cuda")
+    runner._seed(7, runner._generators("cuda"))
+    assert torch.equal(cuda.get_state(), torch.Generator().manual_seed(7).get_state())
+    assert runner._generators("cpu") == (torch.default_generator,)
+    assert Runner(impl.reference("vllm_v2", "semantic"), "cuda")._generators("cuda") == (torch.default_generator,)

@@ -139,7 +139,7 @@ def run_sglang(law, draws, progress):
 
     progress(f"{law.engine.title}: sglang's sample_simulated_acc_len, {draws} draws")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)  # the CPU's only: fork_rng(devices=[]) puts back no other
         lengths = [int(sample_simulated_acc_len(law.value, method, law.steps + 1)) for _ in range(draws)]
     return lengths, f"sglang {_version('sglang')}'s sample_simulated_acc_len, {draws} draws", ()
 

@@ -215,7 +215,8 @@ def _batch_draws(length_of_a_step, steps, batch, generator):
     import torch
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+        # the CPU's only: fork_rng(devices=[]) puts back no other (torch.manual_seed would seed CUDA's for good)
+        torch.default_generator.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
         return [[length_of_a_step() - 1] * batch for _ in range(steps)]
 
 

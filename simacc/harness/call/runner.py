@@ -48,7 +48,7 @@ import torch
 from simacc.harness.call import process_state, tamper
 from simacc.harness.call.capture import Capture
 from simacc.harness.call.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
-from simacc.harness.config import grad_modes
+from simacc.harness.config import devices, grad_modes
 from simacc.harness.config.settings import DEFAULT_TIMEOUT
 from simacc.harness.model import explain
 from simacc.harness.processes import watch
@@ -202,7 +202,7 @@ class Runner:
         with grad_modes.entered(self.context):
             args = case.args(device)
         if reseed:
-            self._seed(case.seed)
+            self._seed(case.seed, self._generators(device))
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
         try:
@@ -220,9 +220,19 @@ class Runner:
             return self._outcome(None, e, args, rng_before, case, device)
         return self._outcome(returned, None, args, rng_before, case, device)
 
-    def _seed(self, seed):
-        """Seed the generators the contract draws from (the CPU's only: seeding CUDA lazily costs ~1 ms a call)."""
-        torch.default_generator.manual_seed(seed)
+    def _generators(self, device):
+        """torch's generators a call on ``device`` may draw from unasked, which the runner seeds
+        from the case: the CPU's, and a CUDA device's own where the contract draws from torch
+        (vLLM's V1 draws on its tensors' device, §16.2). Unseeded, a CUDA call's draws would
+        follow the process's earlier calls: two ranks, or a replay, would not draw alike."""
+        if "torch" in self.impl.record.draws and devices.is_cuda(device):
+            return torch.default_generator, devices.default_generator(device)
+        return (torch.default_generator,)
+
+    def _seed(self, seed, generators):
+        """Seed the generators the contract draws from with ``seed``."""
+        for generator in generators:
+            generator.manual_seed(seed)
         if "random" in self.impl.record.draws:
             random.seed(seed)
 
@@ -267,11 +277,11 @@ class Runner:
         self.last = (case, device)
         with grad_modes.entered(self.context):
             args = case.args(device)
-        call, found = self._entry(args), []
+        call, found, generators = self._entry(args), [], self._generators(device)
 
         def stretch(kwargs):
             for seed in seeds:
-                self._seed(seed)
+                self._seed(seed, generators)
                 watch.beat(self.timeout)
                 found.append(read(tamper.plain(self._limited(call, kwargs))))
             return found

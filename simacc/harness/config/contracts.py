@@ -53,9 +53,10 @@ class Contract:
     modes: tuple = TOKEN_MODES  # the modes its cases come in: sglang's token modes, vLLM's knobs or requests
     level: str | None = None
     # where its random draws come from, all of it state the caller controls (CONTRACT.md §11.7):
-    # "torch" (the CPU generator) and "random" (Python's global generator), which the runner seeds
-    # from the case before each call, or "inputs" (a key or seeds among its arguments); empty for a
-    # layout that is handed its randomness (the kernel op's L, the decision's uniforms) or draws none
+    # "torch" (torch's default generator: the CPU's, and a CUDA device's own for a call there) and
+    # "random" (Python's global generator), which the runner seeds from the case before each call,
+    # or "inputs" (a key or seeds among its arguments); empty for a layout that is handed its
+    # randomness (the kernel op's L, the decision's uniforms) or draws none
     draws: tuple = ("torch",)
 
     @property

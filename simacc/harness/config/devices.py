@@ -7,8 +7,9 @@ so a comparison with the spelling is wrong on every device but the one spelt the
 report it. Properties compare with the input tensors' own ``.device``; where only spellings
 are at hand (selections, repro files, replays), :func:`same` compares them.
 
-Nothing here initialises CUDA: a machine without it can still parse and compare ``cuda:1``;
-torch is imported on the first call (the pytest plugin validates spellings at start-up).
+Nothing here initialises CUDA but :func:`default_generator` of a CUDA device: a machine without
+it can still parse and compare ``cuda:1``; torch is imported on the first call (the pytest
+plugin validates spellings at start-up).
 """
 
 import re
@@ -61,6 +62,18 @@ def resolve(spelling):
 def same(a, b):
     """Whether two spellings (or :class:`torch.device` objects) put a tensor on one device."""
     return resolve(a) == resolve(b)
+
+
+def default_generator(spelling):
+    """The generator a draw on ``spelling`` takes when it is given none: the CPU's, or the CUDA
+    device's own (vLLM's V1 draws on its tensors' device, CONTRACT.md §16.2)."""
+    import torch
+
+    device = parse(spelling)
+    if device.type != "cuda":
+        return torch.default_generator
+    torch.cuda.init()  # torch.cuda.default_generators is an empty tuple until CUDA is initialised
+    return torch.cuda.default_generators[torch.cuda.current_device() if device.index is None else device.index]
 
 
 def is_cuda(spelling):
