@@ -168,6 +168,7 @@ class Runner:
         self._changed = ()
         self.closing = []  # what ends with the runner (a test's ranks), called as it exits
         self.changes = []  # (what a call changed in the process, its case), for every call that changed it
+        self._generators_on = {}  # device: the generators a call there has seeded (_generators)
 
     def __enter__(self):
         _WATCHDOG.users += 1
@@ -225,9 +226,13 @@ class Runner:
         from the case: the CPU's, and a CUDA device's own where the contract draws from torch
         (vLLM's V1 draws on its tensors' device, §16.2). Unseeded, a CUDA call's draws would
         follow the process's earlier calls: two ranks, or a replay, would not draw alike."""
-        if "torch" in self.impl.record.draws and devices.is_cuda(device):
-            return torch.default_generator, devices.default_generator(device)
-        return (torch.default_generator,)
+        found = self._generators_on.get(device)
+        if found is None:
+            found = (torch.default_generator,)
+            if "torch" in self.impl.record.draws and devices.is_cuda(device):
+                found += (devices.default_generator(device),)
+            self._generators_on[device] = found
+        return found
 
     def _seed(self, seed, generators):
         """Seed the generators the contract draws from with ``seed``."""
