@@ -69,7 +69,7 @@ def index_in_int64(accept_index, predict, num_correct_drafts, candidates, target
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
 
-@register("device", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width", "cuda_matches_cpu_byte_for_byte", needs_cuda=True)
+@register("device", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width", needs_cuda=True)
 def index_on_cpu_always(accept_index, predict, num_correct_drafts, candidates, target_predict,
                         bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """Builds the index on the CPU whatever device accept_index is on."""

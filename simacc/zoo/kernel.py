@@ -130,8 +130,7 @@ def kernel_roots_read_as_contiguous(*, accept_indices, predict_tokens, num_corre
     return out
 
 
-@register("device", "kernel_index_is_an_int32_tensor_of_shape_bs_by_width", "kernel_cuda_matches_cpu_byte_for_byte",
-          needs_cuda=True)
+@register("device", "kernel_index_is_an_int32_tensor_of_shape_bs_by_width", needs_cuda=True)
 def kernel_index_on_the_cpu(*, accept_indices, predict_tokens, num_correct_drafts, candidate_tokens,
                             target_tokens, width, num_accept_tokens, real_tokens):
     """Returns the index built on the CPU whatever device the inputs are on."""
@@ -139,6 +138,20 @@ def kernel_index_on_the_cpu(*, accept_indices, predict_tokens, num_correct_draft
     _counts(num_correct_drafts, num_accept_tokens)
     _tokens(predict_tokens, out, candidate_tokens, target_tokens, num_accept_tokens, real_tokens)
     return out.cpu()
+
+
+@register("device", "kernel_index_rows_are_root_plus_range_then_minus_one", "kernel_cuda_matches_cpu_byte_for_byte",
+          needs_cuda=True)
+def kernel_cuda_path_leaves_zeros_past_the_length(*, accept_indices, predict_tokens, num_correct_drafts,
+                                                  candidate_tokens, target_tokens, width, num_accept_tokens,
+                                                  real_tokens):
+    """Its CUDA path writes the accepted slots into a zeroed index, so the padding there is 0, not -1."""
+    out = _index(accept_indices, width, num_accept_tokens)
+    if out.is_cuda:  # as a kernel that writes only the accepted slots of a zeroed buffer would
+        out = torch.where(out == -1, 0, out).to(torch.int32)
+    _counts(num_correct_drafts, num_accept_tokens)
+    _tokens(predict_tokens, out, candidate_tokens, target_tokens, num_accept_tokens, real_tokens)
+    return out
 
 
 @register("inputs", "kernel_inputs_are_never_written")
