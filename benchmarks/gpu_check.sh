@@ -5,8 +5,8 @@
 # minutes on one H200 with 16 cores. It prints one summary line per part as each ends (full
 # logs go to $SIMACC_GPU_CHECK_LOGS, or /tmp/simacc-gpu-check) and exits 1 if any part failed.
 # The parts that check run $SIMACC_GPU_CHECK_JOBS at a time (default 4, each with
-# $SIMACC_GPU_CHECK_WORKERS xdist workers, default 6): one after another, 40-odd checks
-# would take most of an hour. The timed parts run last, alone.
+# $SIMACC_GPU_CHECK_WORKERS xdist workers, default 6): the 43 checks' own times add up to
+# about 15 minutes there. The timed parts run last, alone.
 #
 #   benchmarks/gpu_check.sh                    # from a checkout, installed with pip install -e .
 #   SIMACC_GPU_CHECK_BEFORE=path/to/old/checkout benchmarks/gpu_check.sh
