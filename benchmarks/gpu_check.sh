@@ -20,18 +20,18 @@ mkdir -p "$logs"
 py=${PYTHON:-python3}
 workers=${SIMACC_GPU_CHECK_WORKERS:-6}
 jobs=${SIMACC_GPU_CHECK_JOBS:-4}
-rm -f "$logs"/*.log "$logs"/*.rc
+statuses=$(mktemp -d)  # each part's exit status, read once every part has ended
+trap 'rm -rf "$statuses"' EXIT
 
-# part NAME SUMMARY-COMMAND -- COMMAND...: run COMMAND (log in $logs/NAME.log, exit status in
-# $logs/NAME.rc), then print "NAME exit <status>, <seconds> s: <what SUMMARY-COMMAND makes of
-# the log>".
+# part NAME SUMMARY-COMMAND -- COMMAND...: run COMMAND (log in $logs/NAME.log), then print
+# "NAME exit <status>, <seconds> s: <what SUMMARY-COMMAND makes of the log>".
 part() {
   local name=$1 summary=$2 start rc
   shift 3
   start=$(date +%s)
   "$@" >"$logs/$name.log" 2>&1
   rc=$?
-  echo "$rc" >"$logs/$name.rc"
+  echo "$rc" >"$statuses/$name"
   printf '%-22s exit %s, %4s s: %s\n' "$name" "$rc" "$(($(date +%s) - start))" "$(eval "$summary" <"$logs/$name.log")"
 }
 # pooled ARGS...: part ARGS in the background, once fewer than $jobs parts run.
@@ -73,4 +73,4 @@ if [ -n "${SIMACC_GPU_CHECK_BEFORE:-}" ]; then
 fi
 
 echo "logs in $logs"
-! grep -qvx 0 "$logs"/*.rc
+! grep -qvx 0 "$statuses"/*
