@@ -4,7 +4,9 @@ alternative implementations are accepted.
 The zoo runs in this process through :mod:`simacc.harness.sessions.inprocess`: one pytest
 process for the whole zoo instead of one per entry. Each mutant goes through only the
 properties that should kill it, in the derandomized ``ci`` settings without shrinking (a
-kill needs no minimal case), so every kill is deterministic; the correct implementations go
+kill needs no minimal case), so every kill is the same in every run of the suite (Hypothesis
+also draws from constants of the modules loaded in its process: a run of only some of the
+test files may draw other examples); the correct implementations go
 through the whole catalogue with fewer examples, on ``cpu:0`` (a device spelling tensors do
 not report).
 """
