@@ -14,7 +14,8 @@ rank calls the implementation through a :class:`~simacc.harness.call.runner.Runn
 (the time limit, the protections, the generators its contract draws from seeded from the case),
 on the test's device and in its grad mode, and answers with what the call returned and left in
 its arguments, on the CPU, and what it changed in the rank's process. The ranks stay in step:
-they receive the same calls in the same order.
+they receive the same calls in the same order, and every rank's answer to a call is read, even
+where another rank failed it.
 """
 
 import weakref
