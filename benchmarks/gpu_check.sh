@@ -3,7 +3,8 @@
 # is where the cuda variant of every property, the CUDA-only mutants, the Triton kernel
 # compiled and the CUDA latency are seen at all. It needs no network and takes about five
 # minutes on one H200 with 16 cores. It prints one summary line per part as each ends (full
-# logs go to $SIMACC_GPU_CHECK_LOGS, or /tmp/simacc-gpu-check) and exits 1 if any part failed.
+# logs go to $SIMACC_GPU_CHECK_LOGS, or /tmp/simacc-gpu-check, and the failing cases' repro
+# files to its failures/ folder) and exits 1 if any part failed.
 # The parts that check run $SIMACC_GPU_CHECK_JOBS at a time (default 4, each with
 # $SIMACC_GPU_CHECK_WORKERS xdist workers, default 6): the 43 checks' own times add up to
 # about 15 minutes there. The timed parts run last, alone.
@@ -17,6 +18,8 @@ export PYTHONUNBUFFERED=1
 export JAX_PLATFORMS=cpu  # the functional contract runs on the CPU; JAX must not take the GPU's memory
 logs=${SIMACC_GPU_CHECK_LOGS:-/tmp/simacc-gpu-check}
 mkdir -p "$logs"
+# a failing case's repro file beside the logs, so that one folder holds what a lent machine found
+export SIMACC_REPRO_DIR=${SIMACC_REPRO_DIR:-$logs/failures}
 py=${PYTHON:-python3}
 workers=${SIMACC_GPU_CHECK_WORKERS:-6}
 jobs=${SIMACC_GPU_CHECK_JOBS:-4}
