@@ -74,6 +74,16 @@ def _defaulted_eagle_cases(patterns, modes):
     return cases()
 
 
+def server_batches_for_impl(impl):
+    """``sx.server_batches`` in the token modes of the implementation under test."""
+    return _built(sx.server_batches, (("modes", impl.modes),), ())
+
+
+def kernel_server_batches_for_impl(impl):
+    """``sx.kernel_server_batches`` in the token modes of the implementation under test."""
+    return _built(sx.kernel_server_batches, (("modes", impl.modes),), ())
+
+
 def cases_for_impl(impl):
     """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
     registers for it, given what it takes of the implementation (a property every contract
@@ -373,6 +383,30 @@ def check_parity(simacc, case, baseline="cpu"):
     __tracebackhide__ = True
     on_cuda = simacc.run(case)
     check_same_outputs(f"on {simacc.device} (moved to {baseline})", on_cuda, simacc.run(case, baseline), case)
+
+
+def check_every_output(simacc, case, index_name, predict_name):
+    """One call of an in-place layout (the EAGLE one or the kernel op's) judged on every
+    output, as the properties that each judge one do: the index (its type, then its rows),
+    ``num_correct_drafts`` and ``predict_name`` (the fixed id in every element, or the drafts
+    then the bonus at the accepted slots and every other element as it was)."""
+    __tracebackhide__ = True
+    outcome = simacc.run(case)
+    check_index_type(outcome, case, index_name)
+    length = length_of(simacc, outcome, case, "num_correct_drafts")
+    index = outcome.returned
+    check_equal("index", index, expected_index(case, length).to(index.device), case, length, index_roles(case, length))
+    counts = outcome.args["num_correct_drafts"]
+    check_equal("num_correct_drafts", counts, torch.full_like(counts, length - 1), case, length, count_role)
+    predict = outcome.args[predict_name]
+    if case.mode != "real-draft-token":
+        check_equal(predict_name, predict, torch.full_like(predict, simacc.impl.fixed_token_id), case, length,
+                    predict_roles(case, length))
+        return
+    candidates, target = (getattr(case, name).values for name in case.token_fields)
+    positions = accepted_positions(case, length)
+    check_accepted_slots(predict_name, predict, positions, drafts_then_bonus(candidates, target, length), case, length)
+    check_other_slots_unchanged(predict_name, predict, getattr(case, predict_name).values, positions, case, length)
 
 
 def check_documented_draws(outcome, case):

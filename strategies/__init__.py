@@ -10,7 +10,9 @@ from simacc.strategies.cases import (
     dflash_cases,
     eagle_cases,
     kernel_cases,
+    kernel_server_batches,
     roots,
+    server_batches,
 )
 from simacc.strategies.dspark import dspark_accept_cases, dspark_bonus_cases, dspark_length_cases
 from simacc.strategies.functional import SPARE as FUNCTIONAL_SPARE
@@ -70,9 +72,11 @@ __all__ = [
     "eagle_cases",
     "functional_cases",
     "kernel_cases",
+    "kernel_server_batches",
     "methods",
     "roots",
     "seeds",
+    "server_batches",
     "spec_steps",
     "synthetic_settings",
     "token_dtypes",

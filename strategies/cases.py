@@ -328,3 +328,71 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
     }
     return KernelCase(**_draw_layouts(draw, values), width=width, num_accept_tokens=length, real_tokens=real,
                       seed=seed)
+
+
+# A server's batch (CONTRACT.md §11.3), built whole rather than drawn: the drawn cases reach a
+# server's size rarely (``scalars.SERVER_SHARE``), so a bug that needs one could pass a short run.
+SERVER_BS = 1025  # two blocks of 512 rows (one of 1024) and a tail of one
+_SERVER_WIDTH = sc.MAX_SPEC_STEPS + 1
+_SERVER_GAP = 16  # slots between chains: the last roots pass 2**15
+_SERVER_VOCAB = 151_936
+
+
+def server_batches(*, modes=sa.TOKEN_MODES):
+    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 1025
+    requests (two blocks of 512 rows and a tail of one) of 17-slot chains with 16 free slots
+    after each, so that roots pass 2**15; a length of 9.5 by match-expected (L is 9 or 10);
+    contiguous tensors; seed 0. Each is built once a process."""
+    return st.sampled_from([_server_eagle_case(mode) for mode in modes])
+
+
+def kernel_server_batches(*, modes=sa.TOKEN_MODES):
+    """:func:`server_batches` for the kernel op: the same roots and width, ``L`` = 9."""
+    return st.sampled_from([_server_kernel_case(mode) for mode in modes])
+
+
+def _server_roots():
+    step = _SERVER_WIDTH + _SERVER_GAP
+    return [i * step for i in range(SERVER_BS)], SERVER_BS * step
+
+
+@functools.lru_cache(maxsize=None)
+def _server_eagle_case(mode):
+    contents = _Contents(EagleCase, 0)
+    root_list, predict_len = _server_roots()
+    real = mode == "real-draft-token"
+    tokens = {
+        name: TensorArg(contents.ints(name, (SERVER_BS, _SERVER_WIDTH), torch.int64, 0, _SERVER_VOCAB)) if real else None
+        for name in ("candidates", "target_predict")
+    }
+    return EagleCase(
+        accept_index=TensorArg(contents.index("accept_index", _SERVER_WIDTH, root_list, predict_len)),
+        predict=TensorArg(contents.ints("predict", (predict_len,), torch.int32, *tn.INT32)),
+        num_correct_drafts=TensorArg(contents.ints("num_correct_drafts", (SERVER_BS,), torch.int32, *tn.INT32)),
+        **tokens,
+        bs=SERVER_BS,
+        spec_steps=_SERVER_WIDTH - 1,
+        simulate_acc_len=9.5,
+        simulate_acc_method="match-expected",
+        simulate_acc_token_mode=mode,
+        seed=0,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _server_kernel_case(mode):
+    contents = _Contents(KernelCase, 0)
+    root_list, predict_len = _server_roots()
+    return KernelCase(
+        accept_indices=TensorArg(contents.index("accept_indices", _SERVER_WIDTH, root_list, predict_len)),
+        predict_tokens=TensorArg(contents.ints("predict_tokens", (predict_len,), torch.int32, *tn.INT32)),
+        num_correct_drafts=TensorArg(contents.ints("num_correct_drafts", (SERVER_BS,), torch.int32, *tn.INT32)),
+        candidate_tokens=TensorArg(contents.ints("candidate_tokens", (SERVER_BS, _SERVER_WIDTH), torch.int64, 0,
+                                                 _SERVER_VOCAB)),
+        target_tokens=TensorArg(contents.ints("target_tokens", (SERVER_BS, _SERVER_WIDTH), torch.int64, 0,
+                                              _SERVER_VOCAB)),
+        width=_SERVER_WIDTH,
+        num_accept_tokens=9,
+        real_tokens=mode == "real-draft-token",
+        seed=0,
+    )

@@ -58,6 +58,16 @@ def pads_with_zero(accept_index, predict, num_correct_drafts, candidates, target
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
 
+@register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
+def roots_kept_in_16_bits(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Keeps the roots in int16 (a slot of a small batch fits): past 2**15 slots they wrap around."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0].to(torch.int16), length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
 @register("dtype", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width")
 def index_in_int64(accept_index, predict, num_correct_drafts, candidates, target_predict,
                    bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):

@@ -194,7 +194,7 @@ def works_only_outside_inference_mode(accept_index, predict, num_correct_drafts,
 
 
 @register("batch size", "kernel_index_rows_are_root_plus_range_then_minus_one",
-          "kernel_num_correct_drafts_is_length_minus_one")
+          "kernel_num_correct_drafts_is_length_minus_one", "kernel_a_servers_batch_is_simulated_like_a_small_one")
 def kernel_grid_drops_the_tail_block(*, accept_indices, predict_tokens, num_correct_drafts, candidate_tokens,
                                      target_tokens, width, num_accept_tokens, real_tokens):
     """Launches bs // 512 row blocks (at least one): a partial last block's rows past 512 are never written."""
