@@ -8,6 +8,7 @@ shared between processes: ``tests/test_database.py``."""
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -350,7 +351,11 @@ def test_an_implementation_that_crashes_or_hangs_is_a_failure_with_a_summary_nev
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in out, out
-    assert done.stdout.splitlines()[-1].startswith("FAILURES FOUND: 1 failure(s), 1 new"), out
+    # one failure, or two where the worker that took the crashed one's place ran the next
+    # property into the same end before the stop reached it (a loaded machine): the session
+    # counts what its pass finished, and writes a repro file of each
+    assert re.match(r"FAILURES FOUND: ([12]) failure\(s\), \1 new", done.stdout.splitlines()[-1]), out
     report = json.loads((tmp_path / "fuzz.json").read_text())
-    assert [s["status"] for s in report["properties"].values()].count(status) == 1, report["properties"]
-    assert said in report["failures"][0]["message"], report["failures"]
+    statuses = [s["status"] for s in report["properties"].values()]
+    assert 1 <= statuses.count(status) == len(report["failures"]), report["properties"]
+    assert all(said in failure["message"] for failure in report["failures"]), report["failures"]
