@@ -361,10 +361,9 @@ def _server_eagle_case(mode):
     contents = _Contents(EagleCase, 0)
     root_list, predict_len = _server_roots()
     real = mode == "real-draft-token"
-    tokens = {
-        name: TensorArg(contents.ints(name, (SERVER_BS, _SERVER_WIDTH), torch.int64, 0, _SERVER_VOCAB)) if real else None
-        for name in ("candidates", "target_predict")
-    }
+    shape = (SERVER_BS, _SERVER_WIDTH)
+    tokens = {name: TensorArg(contents.ints(name, shape, torch.int64, 0, _SERVER_VOCAB)) if real else None
+              for name in ("candidates", "target_predict")}
     return EagleCase(
         accept_index=TensorArg(contents.index("accept_index", _SERVER_WIDTH, root_list, predict_len)),
         predict=TensorArg(contents.ints("predict", (predict_len,), torch.int32, *tn.INT32)),
