@@ -35,38 +35,66 @@ def token_role(case, length):
     return role
 
 
-@claim("dflash", case=cases)
-def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
-    """accept_len becomes L - 1 and commit_lens L, in every row (§7.2)."""
-    outcome = simacc.run(case)
+def check_counts(simacc, outcome, case):
+    """accept_len is L - 1 and commit_lens L in every row; returns L."""
+    __tracebackhide__ = True
     length = support.length_of(simacc, outcome, case, "commit_lens")
     accept_len, commit_lens = outcome.args["accept_len"], outcome.args["commit_lens"]
     check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), case, length,
                 lambda index: f"row {index[0]} counts the L - 1 accepted drafts")
     check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), case, length,
                 lambda index: f"row {index[0]} commits L tokens, the drafts and the bonus")
+    return length
 
 
-@claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
-def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
-    """Fixed mode writes the fixed id to bonus and to every element of out_tokens (§7.2)."""
-    outcome = simacc.run(case)
+def check_fixed_tokens(simacc, outcome, case):
+    """bonus and every element of out_tokens hold the fixed id."""
+    __tracebackhide__ = True
     for name in ("bonus", "out_tokens"):
         got = outcome.args[name]
         check_equal(name, got, torch.full_like(got, simacc.impl.fixed_token_id), case,
                     role=lambda index: "fixed mode writes the fixed id to every element")
 
 
-@claim("dflash", case=sx.dflash_cases(modes=("real-draft-token",)))
-def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
-    """Real mode: out_tokens is the drafts, then the bonus, then zeros; bonus is target_predict[:, L-1] (§7.2)."""
-    outcome = simacc.run(case)
-    length, (bs, block) = support.length_of(simacc, outcome, case, "commit_lens"), case.out_tokens.values.shape
+def check_real_tokens(outcome, case, length):
+    """out_tokens is the drafts, the bonus, then zeros; bonus is the target's token at L - 1."""
+    __tracebackhide__ = True
+    bs, block = case.out_tokens.values.shape
     accepted = support.drafts_then_bonus(case.candidates.values, target_tokens(case), length)
     expected = torch.cat([accepted, torch.zeros((bs, block - length), dtype=torch.int64)], dim=1)
     check_equal("out_tokens", outcome.args["out_tokens"].cpu(), expected, case, length, token_role(case, length))
     check_equal("bonus", outcome.args["bonus"].cpu(), accepted[:, length - 1], case, length,
                 lambda index: token_role(case, length)((index[0], length - 1)))
+
+
+@claim("dflash", case=cases)
+def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
+    """accept_len becomes L - 1 and commit_lens L, in every row (§7.2)."""
+    check_counts(simacc, simacc.run(case), case)
+
+
+@claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
+def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
+    """Fixed mode writes the fixed id to bonus and to every element of out_tokens (§7.2)."""
+    check_fixed_tokens(simacc, simacc.run(case), case)
+
+
+@claim("dflash", case=sx.dflash_cases(modes=("real-draft-token",)))
+def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
+    """Real mode: out_tokens is the drafts, then the bonus, then zeros; bonus is target_predict[:, L-1] (§7.2)."""
+    outcome = simacc.run(case)
+    check_real_tokens(outcome, case, support.length_of(simacc, outcome, case, "commit_lens"))
+
+
+@claim("dflash", case=sx.dflash_server_batches())
+def test_dflash_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
+    """A batch of 1025 requests (two blocks of 512 rows and a tail of one) gets the counts and tokens of §7.2 (§11.3)."""
+    outcome = simacc.run(case)
+    length = check_counts(simacc, outcome, case)
+    if case.mode == "real-draft-token":
+        check_real_tokens(outcome, case, length)
+    else:
+        check_fixed_tokens(simacc, outcome, case)
 
 
 @claim("dflash", case=cases)

@@ -2,7 +2,8 @@
 and a tail of one, whose roots pass 2**15. The drawn cases reach a server's size rarely (each
 costs a per-row implementation a tenth of a second), so a bug that only such a batch shows (a
 kernel grid that drops its tail block, slots kept in 16 bits) could pass a short run; these
-properties build one batch in each token mode and judge every output of it.
+properties build one batch in each token mode and judge every output of it (the DFLASH
+layout's, with its own oracles, is in ``test_dflash.py``).
 """
 
 from simacc.harness.judging.catalogue import claim

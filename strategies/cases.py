@@ -351,6 +351,12 @@ def kernel_server_batches(*, modes=sa.TOKEN_MODES):
     return st.sampled_from([_server_kernel_case(mode) for mode in modes])
 
 
+def dflash_server_batches(*, modes=sa.TOKEN_MODES):
+    """:func:`server_batches` for the DFLASH layout: 1025 requests of 16-token blocks, with
+    ``target_predict`` in real mode."""
+    return st.sampled_from([_server_dflash_case(mode) for mode in modes])
+
+
 def _server_roots():
     step = _SERVER_WIDTH + _SERVER_GAP
     return [i * step for i in range(SERVER_BS)], SERVER_BS * step
@@ -393,5 +399,25 @@ def _server_kernel_case(mode):
         width=_SERVER_WIDTH,
         num_accept_tokens=9,
         real_tokens=mode == "real-draft-token",
+        seed=0,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _server_dflash_case(mode):
+    contents = _Contents(DflashCase, 0)
+    shape = (SERVER_BS, _SERVER_WIDTH - 1)
+    target = contents.ints("target_predict", shape, torch.int64, 0, _SERVER_VOCAB)
+    return DflashCase(
+        candidates=TensorArg(contents.ints("candidates", shape, torch.int64, 0, _SERVER_VOCAB)),
+        target_predict=TensorArg(target) if mode == "real-draft-token" else None,
+        accept_len=TensorArg(contents.ints("accept_len", (SERVER_BS,), torch.int32, *tn.INT32)),
+        commit_lens=TensorArg(contents.ints("commit_lens", (SERVER_BS,), torch.int32, *tn.INT32)),
+        bonus=TensorArg(contents.ints("bonus", (SERVER_BS,), torch.int64, *tn.WIDE)),
+        out_tokens=TensorArg(contents.ints("out_tokens", shape, torch.int64, *tn.WIDE)),
+        simulate_acc_len=9.5,
+        simulate_acc_method="match-expected",
+        simulate_acc_token_mode=mode,
+        next_token_logits=None,
         seed=0,
     )

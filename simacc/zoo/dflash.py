@@ -93,6 +93,19 @@ def dflash_counts_swapped(*, candidates, target_predict, accept_len, commit_lens
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
 
 
+@register("batch size", "dflash_a_servers_batch_is_simulated_like_a_small_one")
+def dflash_rows_in_blocks_of_512(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Writes the rows in whole blocks of 512 (at least one): a partial last block's rows past 512 are never written."""
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    bs = out_tokens.shape[0]
+    rows = slice(0, min(bs, max(1, bs // 512) * 512))
+    _counts(accept_len[rows], commit_lens[rows], length)
+    _write(out_tokens[rows], bonus[rows], candidates[rows], None if target is None else target[rows], length,
+           simulate_acc_token_mode)
+
+
 @register("fixed id", "dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id")
 def dflash_fixed_mode_keeps_the_bonus(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
                                       simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
