@@ -341,8 +341,9 @@ _SERVER_VOCAB = 151_936
 def server_batches(*, modes=sa.TOKEN_MODES):
     """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 1025
     requests (two blocks of 512 rows and a tail of one) of 17-slot chains with 16 free slots
-    after each, so that roots pass 2**15; a length of 9.5 by match-expected (L is 9 or 10);
-    contiguous tensors; seed 0. Each is built once a process."""
+    after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
+    of 9.5 by match-expected (L is 9 or 10); contiguous tensors; seed 0. Each is built once a
+    process."""
     return st.sampled_from([_server_eagle_case(mode) for mode in modes])
 
 
@@ -358,8 +359,10 @@ def dflash_server_batches(*, modes=sa.TOKEN_MODES):
 
 
 def _server_roots():
+    """The requests' blocks in a shuffled order (seed 0): no root is ``i`` times anything."""
     step = _SERVER_WIDTH + _SERVER_GAP
-    return [i * step for i in range(SERVER_BS)], SERVER_BS * step
+    order = torch.randperm(SERVER_BS, generator=torch.Generator().manual_seed(0)).tolist()
+    return [j * step for j in order], SERVER_BS * step
 
 
 @functools.lru_cache(maxsize=None)
