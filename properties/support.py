@@ -385,6 +385,21 @@ def check_parity(simacc, case, baseline="cpu"):
     check_same_outputs(f"on {simacc.device} (moved to {baseline})", on_cuda, simacc.run(case, baseline), case)
 
 
+def check_index_rows(index, case, length, device):
+    """The returned ``index`` is an int32 tensor on ``device`` whose row ``i`` is
+    ``root_i + 0..L-1``, then -1 (CONTRACT.md §4.2, §8.2)."""
+    __tracebackhide__ = True
+    check_equal("index", index, expected_index(case, length).to(device), case, length, index_roles(case, length))
+
+
+def check_counts(counts, case, length, device):
+    """``num_correct_drafts`` after the call is ``L - 1`` in every element, int32 on ``device``
+    (CONTRACT.md §4.3)."""
+    __tracebackhide__ = True
+    expected = torch.full((case.bs,), length - 1, dtype=torch.int32, device=device)
+    check_equal("num_correct_drafts", counts, expected, case, length, count_role)
+
+
 def check_every_output(simacc, case, index_name, predict_name):
     """One call of an in-place layout (the EAGLE one or the kernel op's) judged on every
     output, as the properties that each judge one do: the index (its type, then its rows),
@@ -394,10 +409,8 @@ def check_every_output(simacc, case, index_name, predict_name):
     outcome = simacc.run(case)
     check_index_type(outcome, case, index_name)
     length = length_of(simacc, outcome, case, "num_correct_drafts")
-    index = outcome.returned
-    check_equal("index", index, expected_index(case, length).to(index.device), case, length, index_roles(case, length))
-    counts = outcome.args["num_correct_drafts"]
-    check_equal("num_correct_drafts", counts, torch.full_like(counts, length - 1), case, length, count_role)
+    check_index_rows(outcome.returned, case, length, outcome.device)
+    check_counts(outcome.args["num_correct_drafts"], case, length, outcome.device)
     predict = outcome.args[predict_name]
     if case.mode != "real-draft-token":
         check_equal(predict_name, predict, torch.full_like(predict, simacc.impl.fixed_token_id), case, length,

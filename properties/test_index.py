@@ -1,8 +1,5 @@
 """The returned index and ``num_correct_drafts`` (CONTRACT.md §4.2, §4.3)."""
 
-import torch
-
-from simacc.harness.judging.assertions import check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
@@ -21,8 +18,7 @@ def test_index_rows_are_root_plus_range_then_minus_one(simacc, case):
     """Row i of the index is root_i + 0..L-1, then -1 (§4.2)."""
     outcome = simacc.run(case)
     length = support.length_of(simacc, outcome, case, "num_correct_drafts")
-    check_equal("index", outcome.returned, support.expected_index(case, length).to(outcome.device), case, length,
-                support.index_roles(case, length))
+    support.check_index_rows(outcome.returned, case, length, outcome.device)
 
 
 @claim(*CONTRACTS, case=cases)
@@ -30,5 +26,4 @@ def test_num_correct_drafts_is_length_minus_one(simacc, case):
     """Every element of num_correct_drafts becomes L - 1: drafts only, not the bonus (§4.3)."""
     outcome = simacc.run(case)
     length = support.length_of(simacc, outcome, case, "index")
-    expected = torch.full((case.bs,), length - 1, dtype=torch.int32, device=outcome.device)
-    check_equal("num_correct_drafts", outcome.args["num_correct_drafts"], expected, case, length, support.count_role)
+    support.check_counts(outcome.args["num_correct_drafts"], case, length, outcome.device)
