@@ -79,11 +79,6 @@ def server_batches_for_impl(impl):
     return _built(sx.server_batches, (("modes", impl.modes),), ())
 
 
-def kernel_server_batches_for_impl(impl):
-    """``sx.kernel_server_batches`` in the token modes of the implementation under test."""
-    return _built(sx.kernel_server_batches, (("modes", impl.modes),), ())
-
-
 def cases_for_impl(impl):
     """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
     registers for it, given what it takes of the implementation (a property every contract

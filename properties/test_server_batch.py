@@ -6,6 +6,7 @@ properties build one batch in each token mode and judge every output of it (the 
 layout's, with its own oracles, is in ``test_dflash.py``).
 """
 
+from simacc import strategies as sx
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
@@ -16,7 +17,7 @@ def test_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     support.check_every_output(simacc, case, "accept_index", "predict")
 
 
-@claim("kernel", case=support.kernel_server_batches_for_impl)
+@claim("kernel", case=sx.kernel_server_batches())
 def test_kernel_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     """Kernel op: a batch of 1025 requests, roots past 2**15, gets the index, counts and predict_tokens of §8.2 (§11.3)."""
     support.check_every_output(simacc, case, "accept_indices", "predict_tokens")

@@ -343,19 +343,19 @@ def server_batches(*, modes=sa.TOKEN_MODES):
     requests (two blocks of 512 rows and a tail of one) of 17-slot chains with 16 free slots
     after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
     of 9.5 by match-expected (L is 9 or 10); contiguous tensors; seed 0. Each is built once a
-    process."""
-    return st.sampled_from([_server_eagle_case(mode) for mode in modes])
+    process, at its first draw (not when a property module declares the strategy)."""
+    return st.deferred(lambda: st.sampled_from([_server_eagle_case(mode) for mode in modes]))
 
 
 def kernel_server_batches(*, modes=sa.TOKEN_MODES):
     """:func:`server_batches` for the kernel op: the same roots and width, ``L`` = 9."""
-    return st.sampled_from([_server_kernel_case(mode) for mode in modes])
+    return st.deferred(lambda: st.sampled_from([_server_kernel_case(mode) for mode in modes]))
 
 
 def dflash_server_batches(*, modes=sa.TOKEN_MODES):
     """:func:`server_batches` for the DFLASH layout: 1025 requests of 16-token blocks, with
     ``target_predict`` in real mode."""
-    return st.sampled_from([_server_dflash_case(mode) for mode in modes])
+    return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode) for mode in modes]))
 
 
 def _server_roots():
