@@ -395,13 +395,24 @@ def check_counts(counts, case, length, device):
     check_equal("num_correct_drafts", counts, expected, case, length, count_role)
 
 
-def check_every_output(simacc, case, index_name, predict_name):
+def check_every_output(simacc, case, index_name, predict_name, next_step):
     """One call of an in-place layout (the EAGLE one or the kernel op's) judged on every
     output, as the properties that each judge one do: the index (its type, then its rows),
     ``num_correct_drafts`` and ``predict_name`` (the fixed id in every element, or the drafts
-    then the bonus at the accepted slots and every other element as it was)."""
+    then the bonus at the accepted slots and every other element as it was); then the call of
+    ``next_step`` (another length), while a caller still holds the index (:func:`held`), which
+    keeps its values."""
     __tracebackhide__ = True
     outcome = simacc.run(case)
+    _check_outputs(simacc, outcome, case, index_name, predict_name)
+    alias, copy = held(outcome.returned)
+    del outcome  # a caller keeps the index it read, not the result object
+    simacc.run(next_step)
+    check_equal("the index, held while the next step's call ran", alias, copy, case)
+
+
+def _check_outputs(simacc, outcome, case, index_name, predict_name):
+    __tracebackhide__ = True
     check_index_type(outcome, case, index_name)
     length = length_of(simacc, outcome, case, "num_correct_drafts")
     check_index_rows(outcome.returned, case, length, outcome.device)

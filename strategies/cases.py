@@ -227,7 +227,8 @@ def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_block=
     ``[1, max_block]``.
 
     ``target_predict`` is sometimes missing: ``None`` in fixed mode, float32 logits with a
-    unique maximum per row in real mode (so the argmax is the same on every device). Lengths
+    unique maximum per row in real mode (so the argmax is the same on every device); real mode
+    sometimes gets both, and must then read ``target_predict``. Lengths
     include zero and negatives (no ``> 0`` check in this contract), and NaN with
     ``match-expected``. ``methods`` replaces the method strategy. The case's ``seed`` also
     seeds every tensor's contents. Shrinks toward bs=1, B=1, fixed mode.
@@ -259,9 +260,11 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
         "bonus": contents.ints("bonus", (bs,), torch.int64, *tn.WIDE),
         "out_tokens": contents.ints("out_tokens", (bs, block), torch.int64, *tn.WIDE),
     }
-    if draw(_BOOLEANS, label="passes_target"):
+    target = draw(_BOOLEANS, label="passes_target")
+    if target:
         values["target_predict"] = contents.ints("target_predict", (bs, block), torch.int64, 0, vocab)
-    elif mode == "real-draft-token":  # fixed mode passes None through, real mode uses logits
+    # real mode reads the logits only without target_predict (§7.2), but may be given both
+    if mode == "real-draft-token" and (not target or draw(_BOOLEANS, label="passes_logits_too")):
         classes = draw(_LOGIT_CLASSES, label="logit_classes")
         values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes)
     return DflashCase(
@@ -332,16 +335,16 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
 
 # A server's batch (CONTRACT.md §11.3), built whole rather than drawn: the drawn cases reach a
 # server's size rarely (``scalars.SERVER_SHARE``), so a bug that needs one could pass a short run.
-SERVER_BS = 1025  # two blocks of 512 rows (one of 1024) and a tail of one
+SERVER_BS = 4097  # blocks of 512, 1024, 2048 or 4096 rows, then a tail of one
 _SERVER_WIDTH = sc.MAX_SPEC_STEPS + 1
-_SERVER_GAP = 16  # slots between chains: the last roots pass 2**15
+_SERVER_GAP = 16  # slots between chains: roots pass 2**15 (in a quarter of the blocks)
 _SERVER_VOCAB = 151_936
 
 
 def server_batches(*, modes=sa.TOKEN_MODES):
-    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 1025
-    requests (two blocks of 512 rows and a tail of one) of 17-slot chains with 16 free slots
-    after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
+    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 4097
+    requests (whole blocks of 512 to 4096 rows and a tail of one) of 17-slot chains with 16
+    free slots after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
     of 9.5 by match-expected (L is 9 or 10); contiguous tensors; seed 0. Each is built once a
     process, at its first draw (not when a property module declares the strategy)."""
     return st.deferred(lambda: st.sampled_from([_server_eagle_case(mode) for mode in modes]))
@@ -353,7 +356,7 @@ def kernel_server_batches(*, modes=sa.TOKEN_MODES):
 
 
 def dflash_server_batches(*, modes=sa.TOKEN_MODES):
-    """:func:`server_batches` for the DFLASH layout: 1025 requests of 16-token blocks, with
+    """:func:`server_batches` for the DFLASH layout: 4097 requests of 16-token blocks, with
     ``target_predict`` in real mode."""
     return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode) for mode in modes]))
 

@@ -104,10 +104,11 @@ def spec_steps(min_steps=0, max_steps=MAX_SPEC_STEPS):
 def acc_lens(max_len, *, positive=True):
     """``simulate_acc_len`` values for a width of ``max_len``.
 
-    Integers in range, plain and arbitrary fractions, tiny positives, values below 1 and
-    above ``max_len``, ``inf``; with ``positive=False`` also zero and negatives (DFLASH has
-    no ``> 0`` check). Each kind is a ``one_of`` branch that makes one draw of its own.
-    Shrinks toward 1 (and a failure that needs a fraction toward 1.5).
+    Integers in range, plain and arbitrary fractions, a hair (one float64 step) below
+    ``max_len`` and above 1, tiny positives, values below 1 and above ``max_len``, ``inf``; with
+    ``positive=False`` also zero and negatives (DFLASH has no ``> 0`` check). Each kind is a
+    ``one_of`` branch that makes one draw of its own. Shrinks toward 1 (and a failure that
+    needs a fraction toward 1.5).
     """
     if max_len < 1:
         raise ValueError(f"{max_len=} must be >= 1")
@@ -115,6 +116,8 @@ def acc_lens(max_len, *, positive=True):
         st.sampled_from([float(n) for n in range(1, max_len + 1)]),
         st.sampled_from([lo + f for lo in range(1, max_len) for f in _FRACTIONS] or [1.0]),
         st.floats(1, max_len, allow_nan=False, exclude_max=max_len > 1),
+        # read in float32, a hair below max_len becomes max_len and skips its draw
+        st.sampled_from((math.nextafter(max_len, 0), math.nextafter(1, math.inf))),
         st.sampled_from(_SPECIAL_LENS + (() if positive else (0.0, -0.0))),
         st.floats(max_len, max_len + 100, allow_nan=False, exclude_min=True),
     ]

@@ -83,6 +83,18 @@ def dflash_argmax_over_the_block(*, candidates, target_predict, accept_len, comm
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
 
 
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_logits_preferred_to_target(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                                      next_token_logits=None):
+    """Takes the argmax of next_token_logits whenever they are given, over a target_predict given too."""
+    target = _target(None if next_token_logits is not None else target_predict, next_token_logits, out_tokens,
+                     simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
 @register("num_correct_drafts", "dflash_counts_are_length_minus_one_and_length")
 def dflash_counts_swapped(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
                           simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):

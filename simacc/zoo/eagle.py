@@ -68,6 +68,40 @@ def roots_kept_in_16_bits(accept_index, predict, num_correct_drafts, candidates,
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
 
+@register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
+def rows_past_4096_left_unwritten(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Simulates at most 4096 rows (one program's block): a bigger batch's last rows get -1, no count, no tokens."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    rows = min(bs, 4096)
+    out = torch.full((bs, width), -1, dtype=torch.int32, device=accept_index.device)
+    out[:rows] = base.index(accept_index[:rows, 0], length, width)
+    real = simulate_acc_token_mode == REAL
+    base.finish(out[:rows], length, predict, num_correct_drafts[:rows], candidates[:rows] if real else candidates,
+                target_predict[:rows] if real else target_predict, simulate_acc_token_mode)
+    return out
+
+
+_WORKSPACES = {}
+
+
+@register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
+def index_in_a_workspace_past_2048_rows(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                        bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Past 2048 rows returns a view of one growing workspace: the next big batch overwrites a held index."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    if bs > 2048:
+        space = _WORKSPACES.get(accept_index.device)
+        if space is None or space.numel() < out.numel():
+            space = _WORKSPACES[accept_index.device] = torch.empty(out.numel(), dtype=torch.int32,
+                                                                   device=accept_index.device)
+        out = space[: out.numel()].view(bs, width).copy_(out)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
 @register("dtype", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width")
 def index_in_int64(accept_index, predict, num_correct_drafts, candidates, target_predict,
                    bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):

@@ -90,6 +90,16 @@ def multinomial_truncates(accept_index, predict, num_correct_drafts, candidates,
 # -- the generator: same law, different draws -------------------------------------------------
 
 
+@register("generator", "generator_consumes_exactly_the_documented_draws")
+def length_read_in_float32(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Reads the length through a float32 tensor: a hair below W becomes W, and the draw is skipped."""
+    base.check_length(simulate_acc_len)
+    width = spec_steps + 1
+    length = sample_simulated_acc_len(torch.tensor(simulate_acc_len).item(), simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
 @register("generator", "generator_consumes_exactly_the_documented_draws", "fixed_mode_is_byte_identical_to_legacy")
 def match_expected_draws_with_rand(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                    bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
