@@ -337,7 +337,7 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
 # server's size rarely (``scalars.SERVER_SHARE``), so a bug that needs one could pass a short run.
 SERVER_BS = 4097  # blocks of 512, 1024, 2048 or 4096 rows, then a tail of one
 _SERVER_WIDTH = sc.MAX_SPEC_STEPS + 1
-_SERVER_GAP = 16  # slots between chains: roots pass 2**15 (in a quarter of the blocks)
+_SERVER_GAP = 16  # slots between chains, free: three roots in four pass 2**15
 _SERVER_VOCAB = 151_936
 
 
