@@ -12,6 +12,13 @@ Each process that runs tests makes the copy that fresh processes start from
 collection, and ranks forked from a copy that already holds an implementation's module would
 not import it anew (they would be new interpreters instead, a second of torch each).
 
+Each xdist worker runs torch on its share of the cores, as a simacc command's workers do
+(:func:`simacc.harness.call.process_state.share_the_cores`): at torch's own count, a thread a
+core in every worker, the threads of one took the cores from the others, and on a 2-core
+sandbox a tensor op that wakes a second thread took milliseconds (the catalogue on the
+reference, a third more CPU). The property that judges a call's changes still calls at torch's
+own count.
+
 Under the ``ci`` profile (``CI`` set) with no number of examples given, the references are
 checked at :data:`CI_EXAMPLES` examples a property, not the profile's 200: a user's CI keeps
 200, and ``tests/test_zoo.py`` kills every mutant at 200. Another profile, or
@@ -36,6 +43,10 @@ def pytest_configure(config):
     if state is not None and state.settings.references and state.settings.profile == "ci" \
             and state.settings.max_examples is None:
         state.settings = dataclasses.replace(state.settings, max_examples=CI_EXAMPLES)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker of this suite
+        from simacc.harness.call import process_state
+
+        process_state.share_the_cores(config.workerinput.get("workercount", 1))
     config.addinivalue_line("markers", "slow: one of simacc's own self-tests that CI leaves out (run with --simacc-run-slow)")
     config.addinivalue_line("markers", "vllm: runs vLLM's own code; skipped with the reason where vLLM is not importable "
                                        "(docs/vllm.md; select with -m vllm)")
