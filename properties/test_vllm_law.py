@@ -13,7 +13,9 @@ the smallest that keep the mistakes of the zoo (a uniform shared by the batch or
 request's positions, a recovered token that is not sampled) far past the test's bands, since
 vLLM's kernels run a request at a time in Triton's interpreter; the accepted count is also
 checked where its law is most sensitive to the mean acceptance length (a length of 2.05: the
-second draft accepted 1 time in 20, so a length off by 0.05 doubles or removes it).
+second draft accepted 1 time in 20, so a length off by 0.05 doubles or removes it). The
+sampled tokens' batches mix greedy requests in and put V2's sampling requests at a temperature
+of 1/4: the logits come processed, so the law is theirs at any temperature.
 """
 
 import torch
@@ -26,14 +28,20 @@ from simacc.harness.judging.catalogue import claim
 from simacc.properties import support, vllm
 
 SAMPLERS = ("vllm_v1", "vllm_v2")
-LAW_RATES = (0.8, 0.4, 0.2)  # unconditional; conditional (0.8, 0.5, 0.5)
-LAW_RUNS = 500  # one uniform reused across a request's positions moves the CDF by 0.3
+LAW_RATES = (0.9, 0.8, 0.7, 0.6, 0.2, 0.15)  # unconditional, K = 6; conditional 0.9, 0.89, 0.88, 0.86, 0.33, 0.75
+LAW_RUNS = 500  # a uniform reused across positions moves the CDF by 0.26, c_3 for c_4 and c_5 by 0.31
 SENSITIVE_LENGTH = 2.05  # K = 3: rates (1, 0.05, 0), one or two drafts accepted
+SENSITIVE_K = 3
 SENSITIVE_RUNS = 2000
 PAIRS = 300  # one uniform for the batch moves the CDF of the pairs' outcomes by 0.25
-RECOVERED_RUNS = 300  # the argmax instead of a sample moves it by 0.5
 VOCAB = 8
-K = len(LAW_RATES)
+TARGET = (0.4, 0.3, 0.2, 0.1)  # the law batches' target at every logit
+DRAFT = 3  # their drafts: not token 0, which a noise lane shared with the acceptance uniform favours
+TEMPERATURE = 0.25  # a sampling request's in V2: its logits are processed, so the law stays TARGET's
+RECOVERED_RATE = 0.5  # a rejection conditions the acceptance uniform on u >= 1/2
+RECOVERED_RUNS = 1000  # 3 in 4 sample: about 375 rejections
+RECOVERED_LAW = (4 / 9, 1 / 3, 2 / 9, 0.0)  # TARGET without DRAFT
+BONUS_RUNS = 480  # 3 in 4 sample, two of them without drafts: 360 bonuses
 
 
 def _seed(contract, r):
@@ -58,7 +66,7 @@ def _accepted_law(rates):
 
 
 def _sensitive_rates():
-    return ref.resolve_synthetic_rates(num_speculative_tokens=K, synthetic_acceptance_length=SENSITIVE_LENGTH)
+    return ref.resolve_synthetic_rates(num_speculative_tokens=SENSITIVE_K, synthetic_acceptance_length=SENSITIVE_LENGTH)
 
 
 def designs():
@@ -71,16 +79,19 @@ def designs():
                            statistics.FALSE_ALARM / 2),
             support.Design("vllm_requests_draw_independent_uniforms", "rate 1/2", PAIRS, (0.25,) * 4,
                            statistics.FALSE_ALARM),
-            support.Design("vllm_a_recovered_token_follows_the_target_without_the_rejected_draft", "target 0.4, 0.3, 0.2, 0.1",
-                           RECOVERED_RUNS, (0.0, 0.5, 1 / 3, 1 / 6), statistics.FALSE_ALARM)]
+            support.Design("vllm_a_recovered_token_follows_the_target_without_the_rejected_draft",
+                           f"target {list(TARGET)}, draft {DRAFT} rejected", RECOVERED_RUNS * 3 // 8, RECOVERED_LAW,
+                           statistics.FALSE_ALARM),
+            support.Design("vllm_v2_a_sampled_bonus_follows_the_target", f"target {list(TARGET)}", BONUS_RUNS * 3 // 4,
+                           TARGET, statistics.FALSE_ALARM)]
 
 
 def _accepted(simacc, rates, runs, seed):
-    """``accepted + 1`` of ``runs`` requests of ``K`` real drafts at the unconditional ``rates``."""
+    """``accepted + 1`` of ``runs`` requests of ``K`` real drafts at the ``K`` unconditional ``rates``."""
     gen = torch.Generator().manual_seed(seed)
-    contract = simacc.impl.contract
-    batch = [vllm.Drafted(tuple(torch.randint(0, VOCAB, (K,), generator=gen).tolist()),
-                          torch.randn((K + 1, VOCAB), generator=gen), r % 2 == 0, _seed(contract, r), _position(r))
+    contract, k = simacc.impl.contract, len(rates)
+    batch = [vllm.Drafted(tuple(torch.randint(0, VOCAB, (k,), generator=gen).tolist()),
+                          torch.randn((k + 1, VOCAB), generator=gen), r % 2 == 0, _seed(contract, r), _position(r))
              for r in range(runs)]
     case = vllm.sampler_case(contract, batch, _conditional(rates), seed=seed)
     return [a + 1 for a in vllm.accepted_counts(case, simacc.run(case))]
@@ -88,21 +99,25 @@ def _accepted(simacc, rates, runs, seed):
 
 @claim(*SAMPLERS)
 def test_vllm_accepted_count_follows_the_per_position_rates(simacc):
-    """P(accepted >= i + 1) = p_i for requests of K real drafts, and at a length of 2.05 (§18.1, §9.4)."""
+    """P(accepted >= i + 1) = p_i for requests of K = 6 real drafts, and at a length of 2.05 (§18.1, §9.4)."""
     for rates, runs, seed, said in ((LAW_RATES, LAW_RUNS, 28, f"rates {list(LAW_RATES)}"),
                                     (_sensitive_rates(), SENSITIVE_RUNS, 31, f"length {SENSITIVE_LENGTH}")):
         support.check_distribution(_accepted(simacc, rates, runs, seed), _accepted_law(rates),
-                                   f"accepted + 1 over {runs} requests of {K} drafts, {said}",
+                                   f"accepted + 1 over {runs} requests of {len(rates)} drafts, {said}",
                                    statistics.FALSE_ALARM / 2, value="accepted + 1")
 
 
 @claim(*SAMPLERS)
 def test_vllm_requests_draw_independent_uniforms(simacc):
-    """Neighbouring requests accept their one draft (rate 1/2) independently: each pair's four outcomes 1/4 each (§18.2, §9.4)."""
+    """Neighbouring requests accept their one draft (rate 1/2) independently: each pair's four outcomes 1/4 each (§18.2, §9.4).
+
+    In V2 a pair shares its positions, and its seeds differ only above bit 32 (a seed cut to
+    32 bits shares every uniform)."""
     gen = torch.Generator().manual_seed(29)
     contract = simacc.impl.contract
+    seeds = [None if contract == "vllm_v1" else _seed(contract, r // 2) + (r % 2 << 40) for r in range(2 * PAIRS)]
     batch = [vllm.Drafted((int(torch.randint(0, VOCAB, (), generator=gen)),), torch.randn((2, VOCAB), generator=gen), True,
-                          _seed(contract, r), _position(r // 2)) for r in range(2 * PAIRS)]  # a pair shares positions
+                          seeds[r], _position(r // 2)) for r in range(2 * PAIRS)]
     case = vllm.sampler_case(contract, batch, [0.5], seed=29)
     accepted = vllm.accepted_counts(case, simacc.run(case))
     outcomes = [1 + 2 * first + second for first, second in zip(accepted[0::2], accepted[1::2])]
@@ -110,18 +125,49 @@ def test_vllm_requests_draw_independent_uniforms(simacc):
                                f"accepted), {PAIRS} pairs", value="outcome")
 
 
+def _target_batch(contract, runs, shape):
+    """``runs`` requests whose every logit is :data:`TARGET`'s; ``shape(r)`` says request ``r``'s
+    drafts and whether it is greedy. Sampling requests are at :data:`TEMPERATURE` (V2)."""
+    target = torch.tensor(TARGET).log()
+    batch = []
+    for r in range(runs):
+        drafts, greedy = shape(r)
+        batch.append(vllm.Drafted(drafts, target.repeat(len(drafts) + 1, 1), greedy, _seed(contract, r), _position(r),
+                                  TEMPERATURE))
+    return batch
+
+
 @claim(*SAMPLERS)
 def test_vllm_a_recovered_token_follows_the_target_without_the_rejected_draft(simacc):
-    """A sampling request's rejection emits a sample of the target without the rejected draft (§15.2, §18.1, §9.4)."""
-    target = torch.tensor([0.4, 0.3, 0.2, 0.1]).log()  # draft 0 rejected: 1, 2, 3 with 1/2, 1/3, 1/6
+    """A sampling request's rejection emits a sample of the target without the rejected draft, at a rate of 1/2, in a batch with greedy requests (§15.2, §18.1, §9.4).
+
+    Target (0.4, 0.3, 0.2, 0.1), draft 3 rejected: 0, 1, 2 with 4/9, 1/3, 2/9, from about 375
+    rejections. The argmax instead of a sample (a greedy path taken for the whole batch) moves
+    the CDF by 0.56, a noise that reuses the acceptance uniform (u >= 1/2) for token 0 by 0.26,
+    logits divided by V2's temperature 1/4 once more by 0.28; the test sees 0.23."""
     contract = simacc.impl.contract
-    batch = [vllm.Drafted((0,), target.repeat(2, 1), False, _seed(contract, r), _position(r))
-             for r in range(RECOVERED_RUNS)]
-    case = vllm.sampler_case(contract, batch, [0.0], seed=30)
-    tokens = [row[0] if row else -1 for row in vllm.emitted(case, simacc.run(case))]
-    support.check_distribution([t + 1 for t in tokens], [0.0, 0.5, 1 / 3, 1 / 6],
-                               f"1 + the token emitted after draft 0 was rejected, {RECOVERED_RUNS} requests",
-                               value="1 + token")
+    batch = _target_batch(contract, RECOVERED_RUNS, lambda r: ((DRAFT,), r % 4 == 3))
+    case = vllm.sampler_case(contract, batch, [RECOVERED_RATE], seed=30)
+    tokens = [row[0] for req, row in zip(batch, vllm.emitted(case, simacc.run(case))) if not req.greedy and len(row) == 1]
+    support.check_distribution([t + 1 for t in tokens], RECOVERED_LAW,
+                               f"1 + the token a sampling request emitted after draft {DRAFT} was rejected, "
+                               f"{len(tokens)} rejections", value="1 + token")
+
+
+@claim("vllm_v2")
+def test_vllm_v2_a_sampled_bonus_follows_the_target(simacc):
+    """A sampling request's bonus, after a full acceptance or without drafts, is a sample of the whole last logit, in a batch with greedy requests (§15.2, §17.1, §18.1, §9.4).
+
+    Target (0.4, 0.3, 0.2, 0.1) at temperature 1/4 (processed), rate 1, 360 bonuses (240 of
+    requests without drafts). The argmax moves the CDF by 0.6 (by 0.4 for requests without
+    drafts alone), a token removed that is not a rejected draft (token 0) by 0.4, logits
+    divided by the temperature once more by 0.32; the test sees 0.2."""
+    batch = _target_batch("vllm_v2", BONUS_RUNS, lambda r: (() if r % 2 else (DRAFT,), r % 4 == 2))
+    case = vllm.sampler_case("vllm_v2", batch, [1.0], seed=32)
+    bonuses = [row[-1] for req, row in zip(batch, vllm.emitted(case, simacc.run(case)))
+               if not req.greedy and len(row) == len(req.drafts) + 1]
+    support.check_distribution([t + 1 for t in bonuses], TARGET,
+                               f"1 + a sampling request's bonus, {len(bonuses)} full acceptances", value="1 + token")
 
 
 @claim(*SAMPLERS, case=vllm.cases_for_impl(min_bs=2))

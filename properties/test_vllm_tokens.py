@@ -7,13 +7,22 @@ a rejection (its argmax for a greedy request, the recovered token for a sampling
 the rejected draft, never -1), the bonus after a full acceptance. No placeholder is accepted,
 nor anything after one, and in the samplers no token is emitted where the target's logit is
 -inf (§15.4). V2's ``sampled`` past ``num_sampled`` is never read.
+
+A server's batch in every run (1025 requests, built once a process; the decision's of up to 12
+drafts): the drawn cases stop at 300 requests, so a kernel launched in blocks of 512 that
+reads its offsets or seeds per block, or an output buffer kept across calls of one shape,
+would pass. Each batch is called twice,
+the second time with its requests reversed: the decision's outputs are exact both times; V2's
+requests follow the rules and emit the same tokens in either order (§18.3); and the first
+result, still held, keeps its values.
 """
 
 import torch
 
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.properties import vllm
+from simacc.properties import support, vllm
+from simacc.strategies import vllm as sv
 
 LAYOUTS = ("vllm_decision", "vllm_v1", "vllm_v2")
 cases = vllm.cases_for_impl()
@@ -91,7 +100,12 @@ def test_vllm_rates_of_zero_accept_no_draft(simacc, case):
 @claim("vllm_decision", case=cases)
 def test_vllm_decision_is_exact_given_the_uniforms(simacc, case):
     """The decision's output, every byte: draft i accepted while real and u_i < c_i, compared in float64 (§16.1)."""
-    outcome = simacc.run(case)
+    _check_decision(case, simacc.run(case))
+
+
+def _check_decision(case, outcome):
+    """The decision's whole output against §16.1's walk, a request at a time."""
+    __tracebackhide__ = True
     uniforms = case.uniform_probs.values.double().tolist()
     rates = case.synthetic_conditional_rates.values.double().tolist()
     rows, roles, start = [], [], 0
@@ -116,3 +130,47 @@ def test_vllm_decision_is_exact_given_the_uniforms(simacc, case):
     device = outcome.args["target_argmax"].device
     check_equal("result", outcome.returned, torch.tensor(rows, dtype=torch.int32, device=device).reshape(case.bs, case.max_len),
                 case, role=role)
+
+
+def _reversed(case):
+    return vllm.reordered(case, list(range(case.bs - 1, -1, -1)))
+
+
+def _check_still_held(case, what, held, defined=None):
+    """A result held across a later call keeps its (defined) values (§16.1, §17.2: a new tensor each call)."""
+    __tracebackhide__ = True
+    alias, copy = held
+    got, expected = alias.cpu(), copy.cpu()
+    if defined is not None:
+        got, expected = got[defined], expected[defined]
+    check_equal(f"{what} (still held after a second call of its shape)", got, expected, case)
+
+
+@claim("vllm_decision", case=sv.decision_server_batches())
+def test_vllm_decision_a_servers_batch_is_exact(simacc, case):
+    """A batch of 1025 requests of up to 12 drafts, and the same reversed, get §16.1's whole output; the first still holds its values after the second call (§16.1)."""
+    first = simacc.run(case)
+    _check_decision(case, first)
+    held = support.held(first.returned)
+    backwards = _reversed(case)
+    _check_decision(backwards, simacc.run(backwards))
+    _check_still_held(case, "the first call's result", held)
+
+
+@claim("vllm_v2", case=sv.v2_server_batches())
+def test_vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order(simacc, case):
+    """A batch of 1025 requests follows §15's rules and, reversed, each request emits the same tokens; the first result keeps its defined entries after the second call (§17.2, §18.3)."""
+    first = simacc.run(case)
+    for rule in vllm.RULES:
+        rule(case, first)
+    tokens = vllm.emitted(case, first)
+    counts = torch.tensor(vllm.counts(case, first))
+    held = support.held(first.returned[0]), support.held(first.returned[1])
+    backwards = _reversed(case)
+    again = vllm.emitted(backwards, simacc.run(backwards))[::-1]
+    for r, (got, expected) in enumerate(zip(again, tokens)):
+        check(got == expected, f"request {r}'s tokens with the batch reversed (it is request {case.bs - 1 - r} there)",
+              got, f"{expected}, as in the batch's order: its seed, positions and logits are the same", case)
+    defined = torch.arange(case.k + 1) < counts[:, None]
+    _check_still_held(case, "the first call's sampled", held[0], defined)
+    _check_still_held(case, "the first call's num_sampled", held[1])

@@ -253,13 +253,15 @@ class Drafted:
     """One request of a hand-built batch: its drafts, its target logits (``n + 1`` rows: one
     per draft, then the bonus's), whether it is greedy, its seed (None: a V1 request without a
     generator of its own) and its first position (V2; given always: V2's uniforms are keyed by
-    it, and requests that all start at 0 cannot tell a position from a draft's index)."""
+    it, and requests that all start at 0 cannot tell a position from a draft's index); a
+    sampling request's temperature (V2; its logits are processed, so the law is theirs at any)."""
 
     drafts: tuple
     logits: torch.Tensor
     greedy: bool
     seed: int | None
     position: int
+    temperature: float = 1.0
 
 
 def sampler_case(contract, batch, rates, seed=0):
@@ -283,7 +285,7 @@ def sampler_case(contract, batch, rates, seed=0):
         draft_sampled=TensorArg(torch.tensor([d for req in batch for d in (0, *req.drafts)], dtype=torch.int64)),
         cu_num_logits=TensorArg(torch.cat([torch.zeros(1, dtype=torch.int64), sizes.cumsum(0)]).to(torch.int32)),
         pos=TensorArg(torch.cat([torch.arange(n) + req.position for n, req in zip(sizes.tolist(), batch)])),
-        temperature=TensorArg(torch.tensor([0.0 if req.greedy else 1.0 for req in batch])),
+        temperature=TensorArg(torch.tensor([0.0 if req.greedy else req.temperature for req in batch])),
         request_seeds=TensorArg(torch.tensor([req.seed for req in batch], dtype=torch.int64)),
         num_speculative_steps=len(rates.values), synthetic_conditional_rates=rates, seed=seed)
 
@@ -322,3 +324,26 @@ def last_alone(case, seed):
         target_logits=TensorArg(case.target_logits.values[flat]),
         bonus_token_ids=TensorArg(case.bonus_token_ids.values[-1:]), is_greedy=TensorArg(case.is_greedy.values[-1:]),
         generator_seeds=TensorArg(case.generator_seeds.values[-1:]), seed=seed)
+
+
+def reordered(case, order):
+    """``case`` (the decision's or V2's) with its requests in ``order`` (request ``order[j]``
+    becomes request ``j``), each with its own drafts, logits, positions and seed."""
+    if kind(case) == "V2Case":
+        cu = case.cu_num_logits.values.to(torch.int64)
+        rows = torch.cat([torch.arange(int(cu[r]), int(cu[r + 1])) for r in order])
+        sizes = cu.diff()[order]
+        return dataclasses.replace(
+            case, target_logits=TensorArg(case.target_logits.values[rows]),
+            draft_sampled=TensorArg(case.draft_sampled.values[rows]),
+            cu_num_logits=TensorArg(torch.cat([cu.new_zeros(1), sizes.cumsum(0)]).to(case.cu_num_logits.values.dtype)),
+            pos=TensorArg(case.pos.values[rows]), temperature=TensorArg(case.temperature.values[order]),
+            request_seeds=TensorArg(case.request_seeds.values[order]))
+    counts = torch.tensor(case.counts, dtype=torch.int64)
+    starts = counts.cumsum(0) - counts
+    flat = torch.cat([torch.arange(int(starts[r]), int(starts[r] + counts[r])) for r in order])
+    per_draft = ("draft_token_ids", "uniform_probs", "target_argmax", "recovered_token_ids")
+    return dataclasses.replace(
+        case, **{name: TensorArg(getattr(case, name).values[flat]) for name in per_draft},
+        num_draft_tokens=TensorArg(case.num_draft_tokens.values[order]),
+        bonus_token_ids=TensorArg(case.bonus_token_ids.values[order]), is_greedy=TensorArg(case.is_greedy.values[order]))

@@ -19,6 +19,7 @@ from simacc.harness.model.cases import ConversionCase, DecisionCase, SettingsCas
 from simacc.strategies import scalars as sc
 
 MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative tokens
+LONG_K = 16  # the decision's K reaches past MAX_K now and then: a kernel sized for 8 drafts shows
 MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and then some
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
 GREEDY = ("greedy", "random", "mixed")
@@ -29,12 +30,13 @@ UNIFORMS = ("random", "edges")  # edges: exactly the rate (rejects), just below 
 SEEDED = ("none", "some", "all")  # V1: which requests have generators of their own
 
 _EDGE_RATES = (0.0, 1.0, 0.5, 0.25, 0.75, 0.9, 0.1)
+TEMPERATURES = torch.tensor((1.0, 0.25, 0.7, 1.5, 4.0))  # a sampling request's (processed logits: no effect)
 _FRACTIONS = (0.0, 0.5, 0.25, 0.75, 0.6, 0.1, 0.9)
 
 
-def _check_k(name, value):
-    if not 1 <= value <= MAX_K:
-        raise ValueError(f"{name}={value} must lie in [1, {MAX_K}]")
+def _check_k(name, value, most=MAX_K):
+    if not 1 <= value <= most:
+        raise ValueError(f"{name}={value} must lie in [1, {most}]")
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,7 +44,7 @@ def acceptance_rates(k):
     """Valid unconditional rates ``p_0..p_{k-1}`` (each in [0, 1], non-increasing), as a
     tuple: plain values with 0 and 1 at the edges, or arbitrary floats sorted down. Shrinks
     toward all zeros."""
-    _check_k("k", k)
+    _check_k("k", k, LONG_K)
     plain = st.lists(st.sampled_from(_EDGE_RATES), min_size=k, max_size=k)
     arbitrary = st.lists(st.floats(0, 1), min_size=k, max_size=k)
     return st.one_of(plain, arbitrary).map(lambda rates: tuple(sorted(rates, reverse=True)))
@@ -84,7 +86,7 @@ def bad_settings(defect, max_k=MAX_K):
     """Settings with one ``defect`` of :data:`BAD_SETTINGS` (§13.2): neither knob or both
     (``knobs``), rates of another count than ``K`` (``count``), a rate outside [0, 1] or NaN
     (``range``), rates that rise somewhere (``increasing``), a length outside ``[1, K + 1]``,
-    NaN and the infinities included (``length``). Each is otherwise valid."""
+    NaN, the infinities and one float64 step outside either end included (``length``). Each is otherwise valid."""
     _check_k("max_k", max_k)
     if defect not in BAD_SETTINGS:
         raise ValueError(f"defect={defect!r} must be one of {BAD_SETTINGS}")
@@ -102,7 +104,8 @@ def _bad_settings(draw, defect, ks):
             return SettingsCase(k, None)
         return SettingsCase(k, _rates_arg(draw(acceptance_rates(k))), draw(acceptance_lengths(k)))
     if defect == "length":
-        outside = st.one_of(st.sampled_from((0.999, 0.0, -1.0, k + 1.001, k + 2.0, math.nan, math.inf, -math.inf)),
+        hairs = (math.nextafter(k + 1, math.inf), math.nextafter(1, 0))  # one float64 step outside
+        outside = st.one_of(st.sampled_from((0.999, 0.0, -1.0, k + 1.001, k + 2.0, math.nan, math.inf, -math.inf, *hairs)),
                             st.floats(k + 1, allow_infinity=False, exclude_min=True), st.floats(max_value=1, exclude_max=True))
         return SettingsCase(k, None, draw(outside, label="length"))
     if defect == "count":
@@ -218,16 +221,18 @@ def _counts_arg(counts):
 # -- the decision, given the uniforms (§15.1, §16.1) ----------------------------------------------
 
 
-def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None):
+def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=LONG_K, rate=None):
     """Arguments of the decision (:class:`~simacc.harness.model.cases.DecisionCase`): ``B`` in
-    ``[min_bs, max_bs]`` (a server's sizes past 256 included), ``K`` in ``[1, max_k]``, 0..K
+    ``[min_bs, max_bs]`` (a server's sizes past 256 included), ``K`` in ``[1, max_k]`` (past
+    :data:`MAX_K` in about one case in two, so that a kernel sized for 8 drafts shows), 0..K
     drafts per request, -1 placeholders first, in the middle, last or scattered, greedy, random
     or mixed rows, uniforms random or at the rates' edges, token ids up to int32's; every
     unconditional rate ``rate`` when given. Shrinks toward B=1, K=1, rates of 0, no
     placeholders, greedy rows, random uniforms, small ids."""
-    _check_k("max_k", max_k)
+    _check_k("max_k", max_k, LONG_K)
     _check_rate(rate)
-    return _decision_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate)
+    ks = st.integers(1, max_k) if max_k <= MAX_K else st.integers(1, MAX_K) | st.integers(MAX_K + 1, max_k)
+    return _decision_cases(sc.batch_sizes(min_bs, max_bs), ks, rate)
 
 
 @st.composite
@@ -240,8 +245,13 @@ def _decision_cases(draw, batch_sizes, ks, rate):
     greedy = draw(_mode(GREEDY), label="greedy")
     uniforms = draw(_mode(UNIFORMS), label="uniforms")
     vocab = draw(sc.vocab_sizes(), label="vocab")
-    gen = torch.Generator().manual_seed(draw(sc.seeds(), label="seed"))
-    counts = _counts(gen, counts_mode, rows, k)
+    return _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, draw(sc.seeds(), label="seed"))
+
+
+def _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, seed):
+    """The decision's batch of these draws, its contents from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    counts = _counts(gen, counts_mode, rows, len(conditional))
     tokens = sum(counts)
     drafts = torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).to(torch.int32)
     return DecisionCase(
@@ -255,6 +265,41 @@ def _decision_cases(draw, batch_sizes, ks, rate):
         bonus_token_ids=TensorArg(torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)),
         is_greedy=TensorArg(_greedy(gen, greedy, rows)),
     )
+
+
+# -- a server's batch, built once (§16.1, §17) ----------------------------------------------------
+
+SERVER_BS = 1025  # two blocks of 512 requests and a tail of one, as the EAGLE layout's server batch
+_SERVER_RATES = (0.9, 0.6, 0.4, 0.2)  # V2's, unconditional, K = 4: each walk's end depends on its uniforms
+# the decision's, conditional, K = 12: two in three walks reach draft 8, whose rate is not c_7's
+_LONG_SERVER_RATES = (0.95,) * 8 + (0.5, 0.8, 0.3, 0.6)
+
+
+def decision_server_batches():
+    """The decision's server batch: :data:`SERVER_BS` requests of 0..12 drafts at the
+    conditional rates 0.95 (8 times), 0.5, 0.8, 0.3, 0.6, placeholders scattered, greedy and
+    sampling rows mixed, random uniforms, token ids up to int32's; seed 0. Built once a
+    process, at its first draw."""
+    return st.deferred(lambda: st.sampled_from([_decision_server_case()]))
+
+
+@functools.lru_cache(maxsize=None)
+def _decision_server_case():
+    return _decision_case(SERVER_BS, torch.tensor(_LONG_SERVER_RATES, dtype=torch.float32), "mixed", "scattered",
+                          "mixed", "random", 2**31 - 1, 0)
+
+
+def v2_server_batches():
+    """V2's server batch: :data:`SERVER_BS` requests of 0..4 drafts at the rates
+    ``(0.9, 0.6, 0.4, 0.2)``, placeholders scattered, greedy and sampling rows mixed, a
+    vocabulary of 16; seed 0. Built once a process, at its first draw."""
+    return st.deferred(lambda: st.sampled_from([_v2_server_case()]))
+
+
+@functools.lru_cache(maxsize=None)
+def _v2_server_case():
+    return _v2_case(SERVER_BS, ref.conditional_rates(unconditional_rates=_SERVER_RATES), "mixed", "scattered", "mixed",
+                    16, 0)
 
 
 # -- the samplers, with their own random numbers (§16.2, §17) ----------------------------------------
@@ -320,7 +365,8 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     """Arguments of V2's sampler (:class:`~simacc.harness.model.cases.V2Case`): ``R`` requests of
     0..K drafts (``n + 1`` logits each, the drafts one place after their logit), placeholders
     and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
-    request, distinct int64 seeds (vLLM draws one per request from the whole range).
+    request, distinct int64 seeds (vLLM draws one per request from the whole range), a
+    sampling request's temperature 1 or another (its logits are processed: it changes nothing).
     ``masked``: logits that refuse tokens (-inf), as :func:`v1_cases`. Shrinks toward R=1,
     K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
@@ -338,6 +384,14 @@ def _v2_cases(draw, batch_sizes, ks, rate, masked):
     greedy = draw(_mode(GREEDY), label="greedy")
     vocab = draw(_VOCABS, label="vocab")
     seed = draw(sc.seeds(), label="seed")
+    refused = draw(_mode(REFUSED), label="refused") if masked else None
+    return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused)
+
+
+def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused=None):
+    """V2's batch of these draws, its contents from ``seed``; ``refused``: where the target
+    refuses drafts (None: nowhere)."""
+    k = len(conditional)
     gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, k)
     sizes = torch.tensor(counts, dtype=torch.int64) + 1
@@ -351,12 +405,13 @@ def _v2_cases(draw, batch_sizes, ks, rate, masked):
     starts = torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
     seeds = torch.randint(-(2**62), 2**62, (rows,), generator=gen, dtype=torch.int64)  # distinct but 1 in 1e11
     target = torch.randn((logits, vocab), generator=gen)
-    temperature = torch.where(_greedy(gen, greedy, rows), 0.0, 1.0)
-    if masked:  # drawn last, as in V1's
-        refused = torch.zeros(logits, dtype=torch.bool)
-        refused[is_draft] = _refused(gen, sampled[is_draft], counts, draw(_mode(REFUSED), label="refused"))
+    is_greedy = _greedy(gen, greedy, rows)
+    temperature = torch.where(is_greedy, 0.0, TEMPERATURES[torch.randint(0, len(TEMPERATURES), (rows,), generator=gen)])
+    if refused is not None:  # drawn last, as in V1's
+        refusing = torch.zeros(logits, dtype=torch.bool)
+        refusing[is_draft] = _refused(gen, sampled[is_draft], counts, refused)
         row_draft = torch.where(is_draft, sampled, -1).roll(-1)  # the row before a draft verifies it
-        target = _refuse(gen, target, row_draft, refused.roll(-1))
+        target = _refuse(gen, target, row_draft, refusing.roll(-1))
     return V2Case(
         target_logits=TensorArg(target),
         draft_sampled=TensorArg(sampled),

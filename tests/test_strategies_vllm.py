@@ -2,13 +2,18 @@
 reach what their docstrings promise, reject bad arguments by quoting them, and shrink where
 they say."""
 
+import math
+from types import SimpleNamespace
+
 import pytest
 import torch
 from literals import i32, i64
 from test_strategies import minimal, reaches
 
 from simacc.contract import vllm as ref
-from simacc.harness.model.cases import TensorArg, V1Case
+from simacc.contract import vllm_v2 as ref2
+from simacc.harness.model.cases import TensorArg, V1Case, V2Case
+from simacc.properties import vllm
 from simacc.strategies import vllm as sv
 
 
@@ -134,3 +139,38 @@ def test_each_bad_setting_is_rejected_by_the_reference(defect):
 @pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
 def test_a_rate_given_is_every_rate(strategy):
     assert not reaches(strategy(max_bs=8, rate=1.0), lambda c: rates(c) != [1.0] * c.k, examples=20)
+
+
+def test_decision_cases_reach_past_eight_drafts():
+    assert reaches(sv.decision_cases(max_bs=8), lambda b: max(b.counts, default=0) > sv.MAX_K)
+
+
+def test_v2_cases_reach_a_temperature_other_than_0_and_1():
+    assert reaches(sv.v2_cases(max_bs=8), lambda b: bool(((b.temperature.values != 0) & (b.temperature.values != 1)).any()))
+
+
+@pytest.mark.parametrize("side", ["above K + 1", "below 1"])
+def test_bad_lengths_reach_one_float64_step_outside(side):
+    def hair(case):
+        x, k = case.synthetic_acceptance_length, case.num_speculative_tokens
+        return x == (math.nextafter(k + 1, math.inf) if side == "above K + 1" else math.nextafter(1, 0))
+
+    assert reaches(sv.bad_settings("length"), hair)
+
+
+@pytest.mark.parametrize("strategy", [sv.decision_server_batches, sv.v2_server_batches])
+def test_server_batches_are_one_servers_batch_built_once(strategy):
+    batch = minimal(strategy())
+    assert batch is minimal(strategy()) and batch.bs == sv.SERVER_BS > 1024 and batch.problem() is None
+    assert 0 in batch.counts and max(batch.counts) == batch.k and 0 < int(batch.greedy.sum()) < batch.bs
+
+
+@pytest.mark.parametrize("strategy", [sv.decision_server_batches, sv.v2_server_batches])
+def test_a_reordered_batch_holds_the_same_requests(strategy):
+    batch = minimal(strategy())
+    order = torch.randperm(batch.bs, generator=torch.Generator().manual_seed(1)).tolist()
+    again = vllm.reordered(batch, order)
+    assert again.problem() is None and [batch.counts[r] for r in order] == again.counts
+    call = ref2.synthetic_rejection_sample_v2 if isinstance(batch, V2Case) else ref.synthetic_accept
+    tokens = [vllm.emitted(case, SimpleNamespace(returned=call(**case.args("cpu")))) for case in (batch, again)]
+    assert [tokens[0][r] for r in order] == tokens[1]

@@ -149,6 +149,16 @@ def length_clamped_into_range(*, num_speculative_tokens, synthetic_acceptance_ra
     return _resolved(num_speculative_tokens, synthetic_acceptance_rates, x)
 
 
+@register("checks", "vllm_a_length_outside_one_to_k_plus_one_is_rejected")
+def length_check_with_a_tolerance(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                                  synthetic_acceptance_length=None):
+    """The length check tolerates rounding: a length within 1e-9 outside [1, K + 1] is clamped into it instead of raising."""
+    x, top = synthetic_acceptance_length, num_speculative_tokens + 1.0
+    if isinstance(x, float) and (1.0 - 1e-9 <= x < 1.0 or top < x <= top + 1e-9):
+        x = min(max(x, 1.0), top)
+    return _resolved(num_speculative_tokens, synthetic_acceptance_rates, x)
+
+
 @register("correct")
 def schedule_as_clamped_remainders(*, num_speculative_tokens, synthetic_acceptance_rates=None,
                                    synthetic_acceptance_length=None):
@@ -342,6 +352,36 @@ def accepts_at_the_rate(*, draft_token_ids, num_draft_tokens, uniform_probs, syn
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
+@register("rates", "vllm_decision_is_exact_given_the_uniforms", "vllm_decision_a_servers_batch_is_exact")
+def rates_from_a_buffer_of_eight(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                                 target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """Reads the conditional rates from a buffer of 8 (a kernel's MAX_SPEC_LEN): drafts 8 and on are tested against c_7."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        buffered = rates[torch.arange(drafts.shape[1], device=rates.device).clamp(max=min(7, rates.shape[0] - 1))]
+        return ref.emit(ref.walk(drafts, real, uniforms, buffered), real.sum(1), drafts, rejected, bonus)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
+@register("grid", "vllm_decision_a_servers_batch_is_exact")
+def chunks_of_512_read_from_the_start(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """Runs the requests in chunks of 512 whose flat draft offset restarts at 0: a later chunk reads the first chunk's drafts and uniforms."""
+    counts = list(num_draft_tokens)
+    width = max(counts, default=0) + 1
+    parts = []
+    for first in range(0, max(len(counts), 1), 512):
+        chunk = counts[first : first + 512]
+        flat = slice(0, sum(chunk))  # the chunk's offset sum(counts[:first]) forgotten
+        out = ref.decide(chunk, draft_token_ids[flat], uniform_probs[flat], synthetic_conditional_rates,
+                         target_argmax[flat], recovered_token_ids[flat], bonus_token_ids[first : first + 512],
+                         is_greedy[first : first + 512])
+        parts.append(torch.nn.functional.pad(out, (0, width - out.shape[1]), value=-1))
+    return torch.cat(parts)[: len(counts)]
+
+
 # -- V1's sampler with its own draws (§16.2) -----------------------------------------------------------
 
 
@@ -444,14 +484,14 @@ def recovered_is_the_argmax(*, draft_token_ids, num_draft_tokens, target_logits,
 def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                      synthetic_conditional_rates):
     """V2's sampler a request at a time, each uniform drawn from a torch generator seeded with
-    ``key(request's seed, position)``, the noise of a sampled token with ``key(seed, position + 2**40)``."""
+    ``key(request's seed, position, 0)``, the noise of a sampled token with ``key(seed, position, 1)``."""
     start = cu_num_logits[:-1].tolist()
     n = (cu_num_logits.diff() - 1).tolist()
     rates = synthetic_conditional_rates.tolist()
     sampled = torch.full((len(n), num_speculative_steps + 1), -1, dtype=torch.int64)
     num_sampled = torch.zeros(len(n), dtype=torch.int32)
     for r, (s, count) in enumerate(zip(start, n)):
-        gen = lambda p: torch.Generator().manual_seed(key(int(seed[r]), int(p)))  # noqa: E731
+        gen = lambda p, lane=0: torch.Generator().manual_seed(key(int(seed[r]), int(p), lane))  # noqa: E731
         row, stop, removed = [], s + count, -1
         for i in range(count):
             draft = int(draft_sampled[s + i + 1])
@@ -467,7 +507,7 @@ def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temp
         else:
             if removed >= 0:
                 logits[removed] = -torch.inf
-            noise = torch.rand(logits.shape, generator=gen(pos[stop] + (1 << 40))).clamp_min(1e-12)
+            noise = torch.rand(logits.shape, generator=gen(pos[stop], 1)).clamp_min(1e-12)
             token = int((logits - torch.log(-torch.log(noise))).argmax())
         sampled[r, : len(row) + 1] = torch.tensor(row + [token])
         num_sampled[r] = len(row) + 1
@@ -477,16 +517,24 @@ def _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temp
 @register("correct")
 def v2_with_a_generator_per_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                      num_speculative_steps, synthetic_conditional_rates):
-    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position), one request at a time."""
-    return _v2_per_position(lambda s, p: (s * 0x9E3779B97F4A7C15 + p) % 2**63, target_logits, draft_sampled,
-                            cu_num_logits, pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
+    """Correct: draws each uniform from a torch generator seeded with a hash of (seed, position, lane), one request at a time.
+
+    The hash is splitmix64's, folded to 32 bits: torch's CPU generator keeps only the low 32
+    bits of its seed, so keys that differ above them would share a stream."""
+
+    def key(s, p, lane):
+        h = _splitmix(_splitmix(_splitmix(s & _MASK64) ^ (p & _MASK64)) ^ lane)
+        return (h ^ (h >> 32)) & 0xFFFFFFFF
+
+    return _v2_per_position(key, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                            num_speculative_steps, synthetic_conditional_rates)
 
 
 @register("rank", "ranks_agree_given_the_same_inputs_and_seed")
 def v2_keyed_by_pythons_hash(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                              num_speculative_steps, synthetic_conditional_rates):
     """Seeds each position's generator with Python's hash of (seed, position, "accept"): a string's hash differs in every interpreter."""
-    return _v2_per_position(lambda s, p: hash((s, p, "accept")) % 2**63, target_logits, draft_sampled, cu_num_logits,
+    return _v2_per_position(lambda s, p, lane: hash((s, p, lane, "accept")) % 2**63, target_logits, draft_sampled, cu_num_logits,
                             pos, temperature, seed, num_speculative_steps, synthetic_conditional_rates)
 
 
@@ -608,6 +656,164 @@ def v2_counts_the_bonus_twice(*, target_logits, draft_sampled, cu_num_logits, po
 
     def edit(sampled, num_sampled, start, n, greedy):
         return sampled, num_sampled + (num_sampled.to(torch.int64) - 1 == n).to(torch.int32)
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+def _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                  synthetic_conditional_rates):
+    return ref2.synthetic_rejection_sample_v2(
+        target_logits=target_logits, draft_sampled=draft_sampled, cu_num_logits=cu_num_logits, pos=pos,
+        temperature=temperature, seed=seed, num_speculative_steps=num_speculative_steps,
+        synthetic_conditional_rates=synthetic_conditional_rates)
+
+
+@register("independence", "vllm_requests_draw_independent_uniforms")
+def v2_seed_cut_to_int32(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                         synthetic_conditional_rates):
+    """Passes each request's seed to its generator as an int32: seeds that differ only above bit 32 share every random number."""
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed.to(torch.int32),
+                         num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("grid", "vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order")
+def v2_seeds_read_per_block_of_512(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                   num_speculative_steps, synthetic_conditional_rates):
+    """Runs the requests in blocks of 512 and reads each one's seed at its index within the block: request r draws with seed[r % 512]."""
+    local = torch.arange(seed.shape[0], device=seed.device) % 512
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed[local],
+                         num_speculative_steps, synthetic_conditional_rates)
+
+
+_PERSISTENT = {}
+
+
+@register("aliasing", "vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order")
+def v2_output_buffer_kept_for_large_batches(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                            num_speculative_steps, synthetic_conditional_rates):
+    """From 256 requests on, writes sampled into one buffer kept per shape (a CUDA graph's), so the next call overwrites a result still held."""
+    sampled, num_sampled = _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                         num_speculative_steps, synthetic_conditional_rates)
+    if sampled.shape[0] < 256:
+        return sampled, num_sampled
+    buffer = _PERSISTENT.setdefault((tuple(sampled.shape), sampled.device), torch.empty_like(sampled))
+    return buffer.copy_(sampled), num_sampled
+
+
+@register("rates", "vllm_accepted_count_follows_the_per_position_rates")
+def v2_rates_from_a_block_of_four(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                  num_speculative_steps, synthetic_conditional_rates):
+    """Loads the conditional rates into a block of 4 (enough for the usual K): drafts 4 and on are tested against c_3."""
+    at = torch.arange(num_speculative_steps, device=synthetic_conditional_rates.device).clamp(max=3)
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                         synthetic_conditional_rates[at])
+
+
+def _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                   synthetic_conditional_rates):
+    """V2's reference with each request's last token replaced by ``sample(rows, removed, stop)``:
+    the token from its stopping logit ``stop`` (``rows``, float32) without the rejected draft
+    ``removed`` (-1: none), where the mutant's mistake lies."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        accepted = num_sampled.to(torch.int64) - 1
+        stop = start + accepted
+        after = draft_sampled[(stop + 1).clamp(max=draft_sampled.shape[0] - 1)].to(torch.int64)
+        fixed = sampled.clone()
+        fixed[torch.arange(sampled.shape[0], device=sampled.device), accepted] = sample(
+            target_logits[stop].to(torch.float32), torch.where(accepted < n, after, -1), stop)
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
+def _gumbel_max(rows, removed, seed, keys, lanes, temperature):
+    """A greedy request's argmax of its row, a sampling request's Gumbel-max of it without
+    ``removed``, the noise of token ``v`` ``keyed_uniforms(seed, keys, lanes[v])``."""
+    vocab = torch.arange(rows.shape[1], device=rows.device)
+    noise = -torch.log(-torch.log(ref2.keyed_uniforms(seed.to(torch.int64)[:, None], keys[:, None], lanes)))
+    drawn = (torch.where(vocab == removed[:, None], -torch.inf, rows) + noise).argmax(1)
+    return torch.where(temperature == 0, rows.argmax(1), drawn)
+
+
+@register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft",
+          "vllm_v2_a_sampled_bonus_follows_the_target")
+def v2_logits_divided_by_the_temperature(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                         num_speculative_steps, synthetic_conditional_rates):
+    """Divides a sampling request's logits by its temperature before sampling, though they come processed: T applied twice."""
+
+    def sample(rows, removed, stop):
+        scaled = rows / torch.where(temperature == 0, 1.0, temperature).to(torch.float32)[:, None]
+        return _gumbel_max(scaled, removed, seed, pos[stop], 1 + torch.arange(rows.shape[1]), temperature)
+
+    return _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft")
+def v2_noise_on_the_acceptance_lane(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                    num_speculative_steps, synthetic_conditional_rates):
+    """Draws token v's noise on lane v, not 1 + v: token 0's is the acceptance uniform, which a rejection made large."""
+
+    def sample(rows, removed, stop):
+        return _gumbel_max(rows, removed, seed, pos[stop], torch.arange(rows.shape[1]), temperature)
+
+    return _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("sampling", "vllm_v2_a_sampled_bonus_follows_the_target")
+def v2_bonus_without_the_next_entry(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                    num_speculative_steps, synthetic_conditional_rates):
+    """Removes draft_sampled[stop + 1] from the sample even after a full acceptance, where it is the next request's entry, not a draft."""
+
+    def sample(rows, removed, stop):
+        after = draft_sampled[(stop + 1).clamp(max=draft_sampled.shape[0] - 1)].to(torch.int64)
+        return _gumbel_max(rows, after, seed, pos[stop], 1 + torch.arange(rows.shape[1]), temperature)
+
+    return _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft",
+          "vllm_v2_a_sampled_bonus_follows_the_target")
+def v2_greedy_path_for_a_mixed_batch(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                     num_speculative_steps, synthetic_conditional_rates):
+    """Takes the greedy path when any request is greedy (.any() for .all()): a mixed batch's sampling requests emit an argmax."""
+
+    def sample(rows, removed, stop):
+        if bool((temperature == 0).any()):
+            return torch.where(torch.arange(rows.shape[1]) == removed[:, None], -torch.inf, rows).argmax(1)
+        return _gumbel_max(rows, removed, seed, pos[stop], 1 + torch.arange(rows.shape[1]), temperature)
+
+    return _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("independence", "vllm_v2_serving_loop_conforms_at_every_step")
+def v2_noise_keyed_by_the_accepted_count(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                         num_speculative_steps, synthetic_conditional_rates):
+    """Keys a sampled token's noise on the logit's index within its request, not its position: it repeats step after step."""
+
+    def sample(rows, removed, stop):
+        within = stop - cu_num_logits[:-1].to(torch.int64)
+        return _gumbel_max(rows, removed, seed, within, 1 + torch.arange(rows.shape[1]), temperature)
+
+    return _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                          num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("sampling", "vllm_v2_a_sampled_bonus_follows_the_target")
+def v2_argmax_without_drafts(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                             num_speculative_steps, synthetic_conditional_rates):
+    """A request without drafts emits the argmax of its one logit ("plain decode"), a sampling request's too."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        fixed = sampled.clone()
+        fixed[:, 0] = torch.where(n == 0, target_logits[start].argmax(1), sampled[:, 0])
+        return fixed, num_sampled
 
     return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                     synthetic_conditional_rates)
