@@ -4,12 +4,17 @@ target's token at the position it is committed at, as EAGLE (§4.5) and DFLASH (
 unless one is supplied; only rows ``[:bs]`` of the static output buffers are written.
 """
 
+import dataclasses
+
 import torch
 
 from simacc import strategies as sx
+from simacc.harness.config import grad_modes
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.judging.catalogue import claim
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import dspark, support
+from simacc.strategies.dspark import dspark_accept_server_batches
 
 cases = sx.dspark_accept_cases()
 
@@ -25,7 +30,10 @@ def _length(case):
 @claim("dspark_accept", case=cases)
 def test_dspark_accept_counts_follow_the_simulated_length(simacc, case):
     """correct_len is the simulated count (else the leading matches), commit_lens one more, new_seq_lens adds it (§21.2)."""
-    outcome = simacc.run(case)
+    _check_counts(simacc.run(case), case)
+
+
+def _check_counts(outcome, case):
     rows = dspark.rows(case)
     correct = torch.tensor([row.correct for row in rows])
     where = "the simulated count" if case.simulated is not None else "the drafts matching the target up to a mismatch"
@@ -44,7 +52,10 @@ def test_dspark_accept_counts_follow_the_simulated_length(simacc, case):
 @claim("dspark_accept", case=cases)
 def test_dspark_accept_commits_the_drafts_then_the_targets_token_at_the_simulated_position(simacc, case):
     """out_tokens commits the drafts, then at the simulated position the target's token there (or one supplied) (§21.3)."""
-    outcome = simacc.run(case)
+    _check_commits(simacc.run(case), case)
+
+
+def _check_commits(outcome, case):
     rows = dspark.rows(case)
     bonus = _first_rows(outcome, "bonus_out", case)
     check_equal("bonus_out[:bs]", bonus, torch.tensor([row.bonus for row in rows], dtype=bonus.dtype), case,
@@ -59,7 +70,10 @@ def test_dspark_accept_commits_the_drafts_then_the_targets_token_at_the_simulate
 @claim("dspark_accept", case=cases)
 def test_dspark_accept_keeps_the_drafts_past_the_bonus(simacc, case):
     """Past the bonus, out_tokens keeps the drafts and its last column is 0, as the separate ops leave it (§21.2)."""
-    outcome = simacc.run(case)
+    _check_kept(simacc.run(case), case)
+
+
+def _check_kept(outcome, case):
     rows = dspark.rows(case)
     tokens = _first_rows(outcome, "out_tokens_out", case)
     committed = torch.arange(case.max_len) <= torch.tensor([[row.correct] for row in rows])  # another claim's
@@ -71,7 +85,10 @@ def test_dspark_accept_keeps_the_drafts_past_the_bonus(simacc, case):
 @claim("dspark_accept", case=sx.dspark_accept_cases(gated=True))
 def test_dspark_accept_gates_the_committed_lengths(simacc, case):
     """gated_commit_lens, where asked for, is min(commit_lens, verify_lens) times the gate (§21.2)."""
-    outcome = simacc.run(case)
+    _check_gated(simacc.run(case), case)
+
+
+def _check_gated(outcome, case):
     commit = torch.tensor([row.correct + 1 for row in dspark.rows(case)])
     gate = int(case.gate.values[0])
     expected = torch.minimum(commit, case.verify_lens.values[: case.bs]) * gate
@@ -83,7 +100,10 @@ def test_dspark_accept_gates_the_committed_lengths(simacc, case):
 @claim("dspark_accept", case=cases)
 def test_dspark_accept_writes_only_the_batch_rows_and_never_its_inputs(simacc, case):
     """Rows past bs of every output buffer, and every input, are left as they were (§21.2)."""
-    outcome = simacc.run(case)
+    _check_only_the_batch(simacc.run(case), case)
+
+
+def _check_only_the_batch(outcome, case):
     support.check_inputs_untouched(outcome, case, dspark.ACCEPT_INPUTS)
     if case.part_val is not None:
         for k, name in enumerate(("part_val", "part_idx")):
@@ -99,3 +119,29 @@ def test_dspark_accept_writes_only_the_batch_rows_and_never_its_inputs(simacc, c
         check_equal(f"{name}'s storage (rows past bs = {case.bs})", support.whole_storage(got),
                     support.whole_storage(fresh), case,
                     role=lambda index: "a row past the batch, or the storage around the buffer: never written")
+
+
+@claim("dspark_accept", case=dspark_accept_server_batches())
+def test_dspark_accept_a_servers_batch_is_accepted_like_a_small_one(simacc, case):
+    """A batch of 1025 rows in static buffers of 1032, simulated or not, gets every output of §21.2 (§21.1)."""
+    outcome = simacc.run(case)
+    for judge in (_check_counts, _check_commits, _check_kept, _check_gated, _check_only_the_batch):
+        judge(outcome, case)
+
+
+@claim("dspark_accept", case=sx.dspark_accept_cases(min_gamma=1, simulated=True))
+def test_dspark_accept_reads_the_simulated_count_at_every_call(simacc, case):
+    """Called again on the same tensors, simulated_correct_len refilled in place (a graph's replay), it reads the new count (§19.3, §21.2)."""
+    outcome = simacc.run(case)
+    _check_counts(outcome, case)
+    _check_commits(outcome, case)
+    again = dataclasses.replace(case, simulated_correct_len=TensorArg(torch.tensor([(case.simulated + 1) % case.max_len])))
+    with grad_modes.entered(simacc.context):  # an inference tensor is written in inference mode only
+        outcome.args["simulated_correct_len"].copy_(again.simulated_correct_len.values)
+    again = dspark.Replayed(again, outcome.args)
+    try:
+        outcome = simacc.run(again)
+    finally:
+        simacc.last = (case, simacc.device)  # a repro replays both calls from the drawn case
+    _check_counts(outcome, again)
+    _check_commits(outcome, again)

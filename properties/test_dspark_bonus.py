@@ -6,8 +6,8 @@ Python's global generator.
 The statistical properties build their batches from fixed seeds and judge the empirical law by
 the CDF test of :mod:`simacc.harness.judging.statistics` at ``statistics.FALSE_ALARM`` (1e-6) per test, whatever stream the implementation
 draws from; their sizes keep the zoo's mistakes (the temperature multiplied, ignored, or one
-request's for all; one seed for every call) far past the bound, since upstream's kernel runs a
-program a verify row in Triton's interpreter.
+request's for all; one seed for every call; tied maxima broken by anything but the noise) far
+past the bound, since upstream's kernel runs a program a verify row in Triton's interpreter.
 """
 
 import random
@@ -20,12 +20,20 @@ from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model.cases import DsparkBonusCase, TensorArg
 from simacc.properties import support
+from simacc.strategies.dspark import dspark_bonus_server_batches
 
 cases = sx.dspark_bonus_cases()
 LAW_LOGITS = (0.0, 1.0, 2.0)
 LAW_TEMPERATURES = (4.0, 0.25)  # alternating requests: softmax near [0.25, 0.33, 0.42] and [0.0003, 0.018, 0.98]
 LAW_REQUESTS = 400  # 200 a temperature: eps = 0.195 at 5e-7 each; the mistakes of the zoo move a CDF by 0.25 or more
 CALLS = 100  # eps = 0.27; one seed for every call gives one token a hundred times, a CDF off by 0.5
+# Two tied maxima (0) a vocabulary block apart, every other token far below (-1000: out of reach of the noise, yet
+# -1e8 after the kernel's division by 1e-5, finite in float32; the tie at 0 keeps every Gumbel digit in float32)
+TIE_VOCAB = 4097
+TIE_TOKENS = (0, 4096)
+TIE_TEMPERATURES = (1.0, 1e-6)  # alternating requests; 1e-6 is below the kernel's floor of 1e-5
+TIE_REQUESTS = 128  # 64 a temperature: eps = 0.33 at 5e-7 each; breaking the tie by index moves the CDF by 0.5
+TINY_HELD = 1e-3  # a request at 0 < T <= this is held to its argmax too: any other token has chance <= V exp(-1/T)
 
 
 def _tokens(outcome, case):
@@ -70,14 +78,18 @@ def test_dspark_bonus_inputs_are_never_written(simacc, case):
 
 @claim("dspark_bonus", case=sx.dspark_bonus_cases(modes=("greedy", "mixed")))
 def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
-    """A request of temperature <= 0 gets the argmax of its row r * rows_per_request + correct_len[r] (§20.2)."""
+    """A request of temperature <= 0 (or <= 1e-3) gets the argmax of its row r * rows_per_request + correct_len[r] (§20.2)."""
     got = _tokens(simacc.run(case), case).cpu()
     rows = torch.arange(case.bs) * case.rows_per_request + case.correct_len.values
-    greedy = case.temperatures.values.reshape(-1) <= 0
-    expected = torch.where(greedy, case.target_logits.values[rows].argmax(dim=1), got)
+    # integer logits, one maximum a row: at T <= 1e-3 another token has chance <= V exp(-1000), nothing in float64
+    temperatures = case.temperatures.values.reshape(-1)
+    held = temperatures <= torch.tensor(TINY_HELD, dtype=temperatures.dtype)
+    expected = torch.where(held, case.target_logits.values[rows].argmax(dim=1), got)
+
     def role(index):
         r = index[0]
-        return (f"request {r}'s bonus, greedy: the argmax of target_logits row {int(rows[r])} = "
+        why = "greedy" if temperatures[r] <= 0 else f"T = {float(temperatures[r]):.3g} <= {TINY_HELD}, all but surely"
+        return (f"request {r}'s bonus, {why}: the argmax of target_logits row {int(rows[r])} = "
                 f"{r} * {case.rows_per_request} + correct_len[{r}]")
 
     check_equal("result", got, expected, case, role=role)
@@ -97,6 +109,24 @@ def test_dspark_bonus_follows_the_tempered_softmax(simacc):
 
 
 @claim("dspark_bonus")
+def test_dspark_bonus_splits_tied_maxima_at_any_positive_temperature(simacc):
+    """Two tied maxima a vocabulary block apart split evenly at T = 1 and at T = 1e-6 (§20.2, CDF test at 1e-6)."""
+    logits = [-1000.0] * TIE_VOCAB
+    for token in TIE_TOKENS:
+        logits[token] = 0.0
+    temperatures = [TIE_TEMPERATURES[r % 2] for r in range(TIE_REQUESTS)]
+    case = _law_case(logits, temperatures, seed=21)
+    tokens = _tokens(simacc.run(case), case).cpu().tolist()
+    for k, temperature in enumerate(TIE_TEMPERATURES):
+        law = _softmax(logits, temperature)
+        drawn = [TIE_TOKENS.index(t) + 1 if t in TIE_TOKENS else 3 for t in tokens[k::2]]
+        support.check_distribution(drawn, [law[TIE_TOKENS[0]], law[TIE_TOKENS[1]], 1 - sum(law[t] for t in TIE_TOKENS)],
+                                   f"1 for token {TIE_TOKENS[0]}, 2 for token {TIE_TOKENS[1]} (the tied maxima), 3 for "
+                                   f"any other, over the {len(drawn)} requests of temperature {temperature}",
+                                   statistics.FALSE_ALARM / 2, value="class")
+
+
+@claim("dspark_bonus")
 def test_dspark_bonus_draws_afresh_at_every_call(simacc):
     """Calls seeded apart draw apart: one request of two equal logits gets each half the time (§20.2, CDF test at 1e-6)."""
     calls = (_law_case((0.0, 0.0), [1.0], seed) for seed in range(CALLS))
@@ -104,10 +134,20 @@ def test_dspark_bonus_draws_afresh_at_every_call(simacc):
     support.check_distribution(drawn, [0.5, 0.5], f"1 + the bonus of one request over two equal logits, {CALLS} calls")
 
 
-@claim("dspark_bonus", levels=("exact",), case=cases)
+@claim("dspark_bonus", levels=("exact",), case=sx.dspark_bonus_cases(split_vocabularies=True))
 def test_dspark_bonus_draws_one_seed_from_pythons_generator(simacc, case):
     """A sampling call takes one random.getrandbits(31) of Python's generator (all-greedy: one or none), none of torch's (§20.3)."""
-    outcome = simacc.run(case)
+    _check_one_seed(simacc.run(case), case)
+
+
+@claim("dspark_bonus", levels=("exact",), case=dspark_bonus_server_batches())
+def test_dspark_bonus_draws_one_seed_for_a_servers_batch(simacc, case):
+    """A batch of 1025 requests over a vocabulary of 4097 still takes one random.getrandbits(31) a call (§20.3)."""
+    _check_one_seed(simacc.run(case), case)
+
+
+def _check_one_seed(outcome, case):
+    """The call advanced Python's generator by one getrandbits(31) (all-greedy: one or none), torch's not at all."""
     after = random.getstate()
     stream = random.Random(case.seed)
     seen = [stream.getstate()]

@@ -3,9 +3,11 @@ bonus and the accept under a simulated length.
 
 As in :mod:`simacc.strategies.cases`, the case's seed seeds every tensor's contents, so a case
 makes few draws. DSpark's Triton kernels address a token row through its row stride only
-(CONTRACT.md §21.5), so a case's tensors are all contiguous or all one element into their
-storage (``offset``): one draw. Batches stay small: upstream's kernels run a program a row, and
-Triton's interpreter takes milliseconds a program.
+(CONTRACT.md §20.1, §21.5), so a case's tensors are all contiguous, all one element into their
+storage (``offset``), or its 2-D row tensors the leading columns of wider rows (``padded``, the
+rest contiguous): one draw. Batches stay small: upstream's kernels run a program a row, and
+Triton's interpreter takes milliseconds a program; a server's batch is built once instead
+(:func:`dspark_bonus_server_batches`, :func:`dspark_accept_server_batches`).
 """
 
 import functools
@@ -22,19 +24,32 @@ from simacc.strategies import tensors as tn
 from simacc.strategies.cases import _Contents, _logits
 
 MAX_GAMMA = 8
-_ROW_LAYOUTS = st.sampled_from(("contiguous", "offset"))
+_ROW_LAYOUTS = st.sampled_from(("contiguous", "offset", "padded"))
 _BUFFER_LAYOUTS = st.sampled_from(("contiguous", "strided", "offset"))  # the length's buffer: any one-element view
 _BOOLEANS = st.booleans()
 _NAN = st.integers(0, 0).map(lambda _: math.nan)  # a branch with a draw of its own, as in strategies.cases
 # a toy vocabulary, or now and then one that the upstream kernels split into blocks of 4096 (one, two, three)
 _VOCABS = st.sampled_from((*range(1, 65), 4096, 4097, 8193))
+# or, for a property that needs one, a vocabulary split into blocks in about a quarter of the cases: a mistake per
+# block (a seed a block) shows in a run of 50 examples but for a chance near 1e-7 (larger vocabularies cost time)
+_SPLIT_VOCABS = st.integers(1, 64) | st.sampled_from((4097, 8193))
 _SPARE_ROWS = st.integers(0, 3)  # a static buffer's rows past the batch (a CUDA graph's, sized for the largest)
 _SPLITS = st.sampled_from((1, 2, 4))  # a power of two, as the partials kernel makes them (§21.1)
 _TEMPERATURES = (0.05, 4.0)  # a sampling request's temperature, uniform in this range
+TINY_TEMPERATURES = (1e-6, 1e-3)  # or, in some cases, log-uniform in this range: below the kernel's floor of 1e-5 too
+_SERVER_BS = 1025  # a server's batch: past blocks of 256, 512 and 1024 requests
+_SERVER_VOCAB = 4097  # two blocks of 4096, the second of one token
+_BONUS_ROWS = ("target_logits",)  # §20.1: only the logits' row stride is free
+_ACCEPT_ROWS = ("candidates", "out_tokens_out", "part_val", "part_idx")  # §21.1, §21.5: column stride 1
 
 
-def _placed(values, layout):
-    return {name: None if v is None else TensorArg(v, layout) for name, v in values.items()}
+def _placed(values, layout, rows=()):
+    """Each tensor as a :class:`TensorArg` of ``layout``; ``padded`` applies to the tensors
+    named in ``rows`` (2-D, their row stride left free by the contract), the others contiguous."""
+    def layout_of(name):
+        return "contiguous" if layout == "padded" and name not in rows else layout
+
+    return {name: None if v is None else TensorArg(v, layout_of(name)) for name, v in values.items()}
 
 
 def dspark_length_cases(*, max_gamma=MAX_GAMMA, methods=None):
@@ -69,28 +84,33 @@ def _dspark_length_cases(draw, gammas, methods):
     )
 
 
-def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1):
+def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1, split_vocabularies=False):
     """Cases for DSpark's simulated bonus: ``bs`` requests of ``rows_per_request`` verify rows
     each, logits with one maximum a row (integer scores below it, so the greedy bonus is one
     token on every device), ``correct_len`` one row for the batch (as DSpark passes it) or one
     a request. ``modes`` says which requests sample (``greedy``: temperatures 0 or negative;
-    ``random``: in [0.05, 4]; ``mixed``). Shrinks toward bs=1, one row, greedy, a small vocabulary.
+    ``random``: in [0.05, 4]; ``mixed``), and in some cases half the sampling requests take a
+    tiny temperature (:data:`TINY_TEMPERATURES`), whose sample is the argmax but for a chance of
+    at most ``V exp(-1000)``. ``split_vocabularies`` draws a vocabulary past 4096 in about a
+    quarter of the cases instead of now and then. Shrinks toward bs=1, one row, greedy, a small
+    vocabulary, no tiny temperature.
     """
     if not modes or set(modes) - set(VLLM_REQUESTS):
         raise ValueError(f"{modes=} must be a non-empty subset of {VLLM_REQUESTS}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
     sc._check_range("min_rows", 1, "max_rows", max_rows)
     return _dspark_bonus_cases(st.sampled_from(tuple(modes)), st.integers(max(min_bs, 1), max_bs),
-                               st.integers(1, max_rows))
+                               st.integers(1, max_rows), _SPLIT_VOCABS if split_vocabularies else _VOCABS)
 
 
 @st.composite
-def _dspark_bonus_cases(draw, modes, batch_sizes, row_counts):
+def _dspark_bonus_cases(draw, modes, batch_sizes, row_counts, vocabs):
     mode = draw(modes, label="mode")
     bs = draw(batch_sizes, label="bs")
     rows = draw(row_counts, label="rows_per_request")
-    vocab = draw(_VOCABS, label="vocab")
+    vocab = draw(vocabs, label="vocab")
     shared = draw(_BOOLEANS, label="one_correct_len")
+    tiny = mode != "greedy" and draw(_BOOLEANS, label="tiny_temperatures")
     seed = draw(sc.seeds(), label="seed")
     contents = _Contents(DsparkBonusCase, seed)
     correct_len = contents.ints("correct_len", (1 if shared else bs,), torch.int64, 0, rows).expand(bs).clone()
@@ -101,33 +121,64 @@ def _dspark_bonus_cases(draw, modes, batch_sizes, row_counts):
               "mixed": torch.rand((bs, 1), generator=gen) < 0.5}[mode]
     if mode == "mixed" and bs > 1:
         greedy[0], greedy[-1] = True, False  # both kinds
+    if tiny:
+        temperatures = torch.where(torch.rand((bs, 1), generator=gen) < 0.5, _tiny(torch.rand((bs, 1), generator=gen)),
+                                   temperatures)
     # a greedy request's temperature: 0, or now and then a negative one (any T <= 0 is greedy, §20.2)
     temperatures = torch.where(greedy, torch.where(temperatures > 3.5, -1.0, 0.0), temperatures)
     values = {"target_logits": _logits(contents.generator("target_logits"), bs * rows, vocab),
               "correct_len": correct_len, "temperatures": temperatures}
-    return DsparkBonusCase(**_placed(values, draw(_ROW_LAYOUTS, label="layout")), bs=bs, rows_per_request=rows,
-                           seed=seed)
+    return DsparkBonusCase(**_placed(values, draw(_ROW_LAYOUTS, label="layout"), _BONUS_ROWS), bs=bs,
+                           rows_per_request=rows, seed=seed)
 
 
-def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, max_gamma=MAX_GAMMA, simulated=None,
-                        gated=None):
+def _tiny(uniforms):
+    low, high = (math.log(t) for t in TINY_TEMPERATURES)
+    return (uniforms.double() * (high - low) + low).exp().clamp(*TINY_TEMPERATURES).float()
+
+
+def dspark_bonus_server_batches():
+    """A server's batch for DSpark's bonus, built whole (the drawn cases stop at 8 requests and
+    72 rows): 1025 requests (past launches of 256, 512 or 1024) of one verify row each over a
+    vocabulary of 4097 (two blocks of 4096), every other request greedy, the others at a
+    temperature in [0.05, 4]; contiguous; seed 0. Built once a process, at its first draw."""
+    return st.deferred(lambda: st.sampled_from([_server_bonus_case()]))
+
+
+@functools.lru_cache(maxsize=None)
+def _server_bonus_case():
+    contents = _Contents(DsparkBonusCase, 0)
+    gen = contents.generator("temperatures")
+    low, high = _TEMPERATURES
+    temperatures = torch.rand((_SERVER_BS, 1), generator=gen) * (high - low) + low
+    temperatures[::2] = 0.0
+    return DsparkBonusCase(
+        target_logits=TensorArg(_logits(contents.generator("target_logits"), _SERVER_BS, _SERVER_VOCAB)),
+        correct_len=TensorArg(torch.zeros(_SERVER_BS, dtype=torch.int64)), temperatures=TensorArg(temperatures),
+        bs=_SERVER_BS, rows_per_request=1, seed=0)
+
+
+def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=MAX_GAMMA,
+                        simulated=None, gated=None):
     """Cases for DSpark's accept (the layout of ``static_accept_tail``): ``bs`` rows of an anchor
     and ``gamma`` drafts, each row's target agreeing with its first ``k`` drafts (``k`` from the
     seed, so the real count differs from the simulated one), static output buffers with spare
-    rows, prefilled. ``bonuses`` says where the bonus may come from (``target``, ``bonus_in``,
-    ``bonus_parts``); ``simulated`` True or False asks for a simulated length or none, ``gated``
-    for ``gated_commit_lens_out`` or none (None: either). A supplied bonus sometimes comes
-    without ``target_predict``, as the fold passes it.
-    Shrinks toward bs=1, gamma=0, a simulated length of 0, the target's bonus, contiguous.
+    rows, prefilled, and sometimes ``seq_lens`` and ``verify_lens`` with the same spare rows (a
+    graph's static inputs). ``bonuses`` says where the bonus may come from (``target``,
+    ``bonus_in``, ``bonus_parts``: split maxima that tie or differ by less than a bfloat16 ulp);
+    ``simulated`` True or False asks for a simulated length or none, ``gated`` for
+    ``gated_commit_lens_out`` or none (None: either). A supplied bonus sometimes comes without
+    ``target_predict``, as the fold passes it.
+    Shrinks toward bs=1, gamma=min_gamma, a simulated length of 0, the target's bonus, contiguous.
     """
     if not bonuses or set(bonuses) - set(DSPARK_BONUSES):
         raise ValueError(f"{bonuses=} must be a non-empty subset of {DSPARK_BONUSES}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
-    sc._check_range("min_gamma", 0, "max_gamma", max_gamma)
+    sc._check_range("min_gamma", max(min_gamma, 0), "max_gamma", max_gamma)
     simulations = _BOOLEANS.map(lambda real: not real) if simulated is None else st.just(simulated)
     gatings = _BOOLEANS if gated is None else st.just(gated)
     return _dspark_accept_cases(st.sampled_from(tuple(bonuses)), sc.batch_sizes(max(min_bs, 1), max_bs),
-                                sc.spec_steps(0, max_gamma), simulations, gatings)
+                                sc.spec_steps(max(min_gamma, 0), max_gamma), simulations, gatings)
 
 
 @functools.lru_cache(maxsize=None)
@@ -149,27 +200,45 @@ def _agreeing(contents, bs, gamma, vocab):
     return candidates, target
 
 
+def _split_maxima(contents, rows, splits):
+    """``(rows, splits)`` float32 values: an integer in [-2, 2) plus 0, 1 or 2 times 2**-10, so
+    that splits often tie and often differ by less than a bfloat16 ulp (2**-7 at 1)."""
+    gen = contents.generator("part_val")
+    whole = torch.randint(-2, 2, (rows, splits), generator=gen)
+    return (whole + torch.randint(0, 3, (rows, splits), generator=gen) * 2.0**-10).float()
+
+
 @st.composite
 def _dspark_accept_cases(draw, bonuses, batch_sizes, gammas, simulations, gatings):
     bonus = draw(bonuses, label="bonus")
     bs = draw(batch_sizes, label="bs")
     gamma = draw(gammas, label="gamma")
-    width = gamma + 1
     simulated = draw(simulations, label="simulated")
     sim = draw(_counts(gamma), label="simulated_correct_len") if simulated else None
     spare = draw(_SPARE_ROWS, label="spare_rows")
+    static = draw(_BOOLEANS, label="static_seq_lens")
     vocab = draw(sc.vocab_sizes(), label="vocab")
     keeps_target = bonus == "target" or not simulated or draw(_BOOLEANS, label="passes_target_predict")
     gated = draw(gatings, label="gated")
+    splits = draw(_SPLITS, label="splits") if bonus == "bonus_parts" else None
     seed = draw(sc.seeds(), label="seed")
-    contents = _Contents(DsparkAcceptCase, seed)
-    rows = bs + spare
+    values = _accept_values(_Contents(DsparkAcceptCase, seed), bs, gamma, sim, bs + spare, static, vocab,
+                            keeps_target, gated, bonus, splits)
+    return DsparkAcceptCase(**_placed(values, draw(_ROW_LAYOUTS, label="layout"), _ACCEPT_ROWS),
+                            vocab=max(vocab, 1), seed=seed)
+
+
+def _accept_values(contents, bs, gamma, sim, rows, static, vocab, keeps_target, gated, bonus, splits):
+    """The accept case's tensors: static buffers of ``rows`` rows (``seq_lens`` and
+    ``verify_lens`` too where ``static``), prefilled."""
+    width = gamma + 1
+    lens = rows if static else bs
     candidates, target = _agreeing(contents, bs, gamma, vocab)
     values = {
         "candidates": candidates,
         "target_predict": target.reshape(-1) if keeps_target else None,
-        "seq_lens": contents.ints("seq_lens", (bs,), torch.int64, 0, 2**20),
-        "verify_lens": contents.ints("verify_lens", (bs,), torch.int64, 0, width + 2),
+        "seq_lens": contents.ints("seq_lens", (lens,), torch.int64, 0, 2**20),
+        "verify_lens": contents.ints("verify_lens", (lens,), torch.int64, 0, width + 2),
         "gate": contents.ints("gate", (1,), torch.int32, 0, 2),
         "simulated_correct_len": None if sim is None else torch.tensor([sim], dtype=torch.int64),
         "bonus_in": contents.ints("bonus_in", (rows,), torch.int64, 0, vocab) if bonus == "bonus_in" else None,
@@ -184,10 +253,23 @@ def _dspark_accept_cases(draw, bonuses, batch_sizes, gammas, simulations, gating
     values["out_tokens_out"] = contents.ints("out_tokens_out", (rows, width), torch.int64, *tn.WIDE)
     if gated:
         values["gated_commit_lens_out"] = contents.ints("gated_commit_lens_out", (rows,), torch.int32, *tn.INT32)
-    part_vocab = max(vocab, 1)
     if bonus == "bonus_parts":
-        splits = draw(_SPLITS, label="splits")
-        # a few integer-valued maxima, so that two splits often tie (ties go to the lower index)
-        values["part_val"] = contents.ints("part_val", (rows, splits), torch.float32, -2, 2)
-        values["part_idx"] = contents.ints("part_idx", (rows, splits), torch.int32, 0, min(part_vocab, 2**31 - 1))
-    return DsparkAcceptCase(**_placed(values, draw(_ROW_LAYOUTS, label="layout")), vocab=part_vocab, seed=seed)
+        values["part_val"] = _split_maxima(contents, rows, splits)
+        values["part_idx"] = contents.ints("part_idx", (rows, splits), torch.int32, 0, min(max(vocab, 1), 2**31 - 1))
+    return values
+
+
+def dspark_accept_server_batches():
+    """A server's batch for DSpark's accept, built whole (the drawn cases stop at 64 rows):
+    1025 requests (past blocks of 128, 256, 512 or 1024 rows) of 8 drafts over a vocabulary of
+    151,936, with static buffers of 1032 rows, ``seq_lens`` and ``verify_lens`` included, and
+    gated commits; once with a simulated count of 4 and the target's bonus, once the real
+    accept; contiguous; seed 0. Built once a process, at its first draw."""
+    return st.deferred(lambda: st.sampled_from([_server_accept_case(sim) for sim in (4, None)]))
+
+
+@functools.lru_cache(maxsize=None)
+def _server_accept_case(sim):
+    values = _accept_values(_Contents(DsparkAcceptCase, 0), _SERVER_BS, MAX_GAMMA, sim, _SERVER_BS + 7, True,
+                            151_936, True, True, "target", None)
+    return DsparkAcceptCase(**_placed(values, "contiguous"), vocab=151_936, seed=0)

@@ -70,11 +70,20 @@ def _pick_rows(target_logits, correct_len, bs, rows_per_request):
     return target_logits.index_select(0, rows).double()
 
 
-def _gumbel_max(scores, temperatures, seed, bs):
-    noise = torch.rand(scores.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
-    gumbel = -torch.log(-torch.log(noise.clamp_min(1e-300))).to(scores.device)
+def _gumbel(noise, device):
+    return -torch.log(-torch.log(noise.clamp_min(1e-300))).to(device)
+
+
+def _gumbel_max(scores, temperatures, seed, bs, noise=None):
+    """The argmax of ``scores / T`` plus Gumbel noise (from ``seed``, or the uniforms ``noise``)
+    where ``T > 0``, of ``scores`` elsewhere."""
+    noise = _uniforms(scores.shape, seed) if noise is None else noise
     t = temperatures.reshape(bs, 1).to(scores.device, torch.float64)
-    return torch.where(t > 0, scores / t.clamp_min(1e-300) + gumbel, scores).argmax(dim=1)
+    return torch.where(t > 0, scores / t.clamp_min(1e-300) + _gumbel(noise, scores.device), scores).argmax(dim=1)
+
+
+def _uniforms(shape, seed):
+    return torch.rand(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
 
 
 def _bonus(target_logits, correct_len, temperatures, bs, rows_per_request, seed=None):
@@ -146,6 +155,70 @@ def bonus_seeded_from_the_os(*, target_logits, correct_len, temperatures, bs, ro
     return _bonus(target_logits, correct_len, temperatures, bs, rows_per_request, seed=seed)
 
 
+@register("law", "dspark_bonus_splits_tied_maxima_at_any_positive_temperature")
+def bonus_noise_repeats_per_vocab_block(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Counts its noise from each 4096-token block's start, so tokens v and v + 4096 share noise and the lower wins their tie."""
+    scores = _pick_rows(target_logits, correct_len, bs, rows_per_request)
+    vocab = scores.shape[1]
+    block = _uniforms((bs, min(vocab, 4096)), random.getrandbits(31))
+    return _gumbel_max(scores, temperatures, None, bs, noise=block.repeat(1, -(-vocab // 4096))[:, :vocab])
+
+
+@register("law", "dspark_bonus_splits_tied_maxima_at_any_positive_temperature")
+def bonus_tiny_temperature_is_greedy(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Treats a temperature below the kernel's floor of 1e-5 as greedy, so tied maxima at T = 1e-6 go to the first."""
+    t = temperatures.reshape(bs, 1)
+    return _bonus(target_logits, correct_len, torch.where(t < 1e-5, 0.0, t), bs, rows_per_request)
+
+
+@register("precision", "dspark_greedy_bonus_is_the_argmax_of_the_simulated_row")
+def bonus_scores_in_half_precision(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Computes x / T plus the noise in float16, so at a tiny temperature scores overflow and the first infinite one wins."""
+    scores = _pick_rows(target_logits, correct_len, bs, rows_per_request)
+    noise = _gumbel(_uniforms(scores.shape, random.getrandbits(31)), scores.device)
+    t = temperatures.reshape(bs, 1).to(scores.device, torch.float64)
+    tempered = (scores.half() / t.clamp_min(1e-5).half() + noise.half()).double()
+    return torch.where(t > 0, tempered, scores).argmax(dim=1)
+
+
+@register("row", "dspark_greedy_bonus_is_the_argmax_of_the_simulated_row")
+def bonus_ignores_the_row_stride(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Addresses the logits as row * V + v, so rows sliced from a wider (vocabulary-padded) buffer are read askew."""
+    rows, vocab = target_logits.shape
+    flat = target_logits.as_strided((rows, vocab), (vocab, 1))
+    return _bonus(flat, correct_len, temperatures, bs, rows_per_request)
+
+
+@register("generator", "dspark_bonus_draws_one_seed_for_a_servers_batch")
+def bonus_seed_per_256_requests(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Launches its kernel over 256 requests at a time with a seed each, drawing more than once past 256 requests."""
+    scores = _pick_rows(target_logits, correct_len, bs, rows_per_request)
+    noise = torch.cat([_uniforms((min(256, bs - start), scores.shape[1]), random.getrandbits(31))
+                       for start in range(0, bs, 256)])
+    return _gumbel_max(scores, temperatures, None, bs, noise=noise)
+
+
+@register("generator", "dspark_bonus_draws_one_seed_from_pythons_generator", "dspark_bonus_draws_one_seed_for_a_servers_batch")
+def bonus_seed_per_vocab_block(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Launches a kernel per 4096-token block with a seed each, drawing more than once over a vocabulary past 4096."""
+    scores = _pick_rows(target_logits, correct_len, bs, rows_per_request)
+    vocab = scores.shape[1]
+    noise = torch.cat([_uniforms((bs, min(4096, vocab - start)), random.getrandbits(31))
+                       for start in range(0, vocab, 4096)], dim=1)
+    return _gumbel_max(scores, temperatures, None, bs, noise=noise)
+
+
+@register("correct")
+def bonus_in_float32_at_a_floor_of_1e5(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Correct: sglang's kernel as §20.2 describes it, float32 x / max(T, 1e-5) plus Gumbel noise for every request."""
+    generator = torch.Generator().manual_seed(random.getrandbits(31))
+    rows = torch.arange(bs, device=target_logits.device) * rows_per_request + correct_len.to(target_logits.device)
+    scores = target_logits.index_select(0, rows).float()
+    noise = -torch.log(-torch.log(torch.rand(scores.shape, generator=generator))).to(scores.device)
+    t = temperatures.reshape(bs, 1).to(scores.device, torch.float32).clamp_min(1e-5)
+    return (scores / t + noise).argmax(dim=1)
+
+
 @register("correct")
 def bonus_by_inverse_cdf(*, target_logits, correct_len, temperatures, bs, rows_per_request):
     """Correct: a uniform a request, from a generator seeded by one random.getrandbits(31), through the CDF."""
@@ -165,19 +238,34 @@ def _leading(drafts, target):
     return (drafts == target[:, : drafts.shape[1]]).long().cumprod(dim=1).sum(dim=1)
 
 
+def _targets(target_predict, bs, width, blocks_of_128):
+    """The target's ``(bs, width)`` tokens; ``blocks_of_128`` offsets each block of 128 rows by
+    ``start * (width - 1)``, a kernel's slip."""
+    flat = target_predict.long()
+    if not blocks_of_128:
+        return flat.reshape(bs, width)
+    starts = range(0, bs, 128)
+    return torch.cat([flat[start * (width - 1):][: min(128, bs - start) * width].reshape(-1, width) for start in starts])
+
+
 def _accept(candidates, target_predict, simulated_correct_len, bonus_in, bonus_parts, *, tie_high=False,
-            real_mismatch=False, every_match=False):
+            real_mismatch=False, every_match=False, cached_count=False, bf16_parts=False, blocks_of_128=False):
     """``(correct, bonus)`` per row: the count, then the supplied bonus or the target's at it."""
     bs, width = candidates.shape
     drafts = candidates[:, 1:].long()
-    target = None if target_predict is None else target_predict.reshape(bs, width).long()
+    target = None if target_predict is None else _targets(target_predict, bs, width, blocks_of_128)
     real = None
     if target is not None:
         real = (drafts == target[:, : width - 1]).long().sum(dim=1) if every_match else _leading(drafts, target)
-    correct = real if simulated_correct_len is None else simulated_correct_len.long().expand(bs)
+    correct = real
+    if simulated_correct_len is not None:
+        if cached_count and not hasattr(simulated_correct_len, "cached_count"):
+            simulated_correct_len.cached_count = simulated_correct_len.long().clone()  # the buffer is static
+        count = simulated_correct_len.cached_count if cached_count else simulated_correct_len.long()
+        correct = count.expand(bs)
     if bonus_parts is not None:
         values, indices, vocab = bonus_parts
-        values, indices = values[:bs], indices[:bs].long()
+        values, indices = values[:bs].to(torch.bfloat16 if bf16_parts else values.dtype), indices[:bs].long()
         best = values == values.amax(dim=1, keepdim=True)
         lowest = indices.masked_fill(~best, vocab).amin(dim=1)
         bonus = indices.masked_fill(~best, -1).amax(dim=1) if tie_high else lowest
@@ -189,7 +277,7 @@ def _accept(candidates, target_predict, simulated_correct_len, bonus_in, bonus_p
 
 
 def _write(candidates, seq_lens, verify_lens, gate, outs, correct, bonus, *, zero_past=False, gated=True,
-           clear_all=False):
+           clear_all=False, grid_from_seq_lens=False):
     bs = candidates.shape[0]
     commit = correct + 1
     tokens = torch.cat([candidates[:, 1:].long(), candidates.new_zeros((bs, 1), dtype=torch.long)], dim=1)
@@ -205,6 +293,13 @@ def _write(candidates, seq_lens, verify_lens, gate, outs, correct, bonus, *, zer
     if outs["gated_commit_lens_out"] is not None:
         capped = torch.minimum(commit, verify_lens[:bs].long())
         outs["gated_commit_lens_out"][:bs] = capped * gate.long() if gated else capped
+    if grid_from_seq_lens:  # a program for each row of seq_lens: the rows past bs commit nothing
+        rows = slice(bs, min(seq_lens.shape[0], outs["correct_len_out"].shape[0]))
+        outs["correct_len_out"][rows], outs["commit_lens_out"][rows] = 0, 1
+        outs["new_seq_lens_out"][rows] = seq_lens[rows] + 1
+
+
+_ACCEPTING = ("tie_high", "real_mismatch", "every_match", "cached_count", "bf16_parts", "blocks_of_128")
 
 
 def _tail(mistake=None):
@@ -217,7 +312,7 @@ def _tail(mistake=None):
         outs = {"correct_len_out": correct_len_out, "bonus_out": bonus_out, "cap_trim_lens_out": cap_trim_lens_out,
                 "commit_lens_out": commit_lens_out, "new_seq_lens_out": new_seq_lens_out,
                 "out_tokens_out": out_tokens_out, "gated_commit_lens_out": gated_commit_lens_out}
-        accepting = {k: v for k, v in chosen.items() if k in ("tie_high", "real_mismatch", "every_match")}
+        accepting = {k: v for k, v in chosen.items() if k in _ACCEPTING}
         correct, bonus = _accept(candidates, target_predict, simulated_correct_len, bonus_in, bonus_parts, **accepting)
         writing = {k: v for k, v in chosen.items() if k not in accepting}
         _write(candidates, seq_lens, verify_lens, gate, outs, correct, bonus, gated=not writing.pop("ungated", False),
@@ -252,6 +347,18 @@ _ACCEPT_MISTAKES = (
      "dspark_accept_gates_the_committed_lengths"),
     ("accept_clears_the_whole_buffer", "clear_all",
      "Zeroes every row of cap_trim_lens_out, not only the batch's.",
+     "dspark_accept_writes_only_the_batch_rows_and_never_its_inputs"),
+    ("accept_caches_the_simulated_count", "cached_count",
+     "Reads the simulated count once per buffer object and keeps it, though each step refills the static buffer.",
+     "dspark_accept_reads_the_simulated_count_at_every_call"),
+    ("accept_parts_in_bfloat16", "bf16_parts",
+     "Compares the bonus's per-split maxima in bfloat16, so maxima closer than its ulp tie and go to the lower index.",
+     "dspark_accept_commits_the_drafts_then_the_targets_token_at_the_simulated_position"),
+    ("accept_blocks_of_128_rows_slip", "blocks_of_128",
+     "Offsets each block of 128 rows' targets by start * gamma, not start * (gamma + 1), so rows from 128 on misread.",
+     "dspark_accept_a_servers_batch_is_accepted_like_a_small_one"),
+    ("accept_grid_from_seq_lens", "grid_from_seq_lens",
+     "Runs a program for every row of seq_lens, writing the static rows past bs as empty commits.",
      "dspark_accept_writes_only_the_batch_rows_and_never_its_inputs"),
 )
 for _name, _mistake, _bug, *_killers in _ACCEPT_MISTAKES:

@@ -18,9 +18,11 @@ from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.harness.config import contracts
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+EVERY_LAYOUT = (*LAYOUTS, "padded")  # LAYOUTS are what the 2-bit layout codes name; padded is asked for by name
 DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
           "bool": torch.bool}
 _PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
+PADDED_COLUMNS = 3  # a padded layout's extra columns: odd, so that no row of the buffer starts at a multiple of the view's
 _INTEGERS = (torch.int32, torch.int64)
 _VLLM_FLOATS = (torch.float32, torch.float64)
 _TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
@@ -32,15 +34,17 @@ class TensorArg:
 
     ``transposed`` is a ``.t()`` view of a transposed buffer (2-D only), ``strided`` takes
     every other element of the last dimension, ``offset`` starts one element into its
-    storage.
+    storage, ``padded`` is the leading columns of a buffer :data:`PADDED_COLUMNS` wider (a
+    row stride past the row's length, column stride 1: logits sliced from a vocabulary-padded
+    buffer).
     """
 
     values: torch.Tensor
     layout: str = "contiguous"
 
     def __post_init__(self):
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.layout not in EVERY_LAYOUT:
+            raise ValueError(f"layout must be one of {EVERY_LAYOUT}, got {self.layout!r}")
         if self.layout == "transposed" and self.values.dim() != 2:
             raise ValueError(f"a transposed layout needs a 2-D tensor, got {self.values.dim()}-D")
 
@@ -54,6 +58,9 @@ class TensorArg:
         if self.layout == "strided":
             buf = torch.full((*v.shape[:-1], 2 * v.shape[-1]), _PAD, dtype=v.dtype, device=device)
             view = buf[..., ::2]
+        elif self.layout == "padded":
+            buf = torch.full((*v.shape[:-1], v.shape[-1] + PADDED_COLUMNS), _PAD, dtype=v.dtype, device=device)
+            view = buf[..., : v.shape[-1]]
         else:
             buf = torch.full((v.numel() + 1,), _PAD, dtype=v.dtype, device=device)
             view = buf[1:].view(v.shape)
