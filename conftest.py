@@ -12,7 +12,8 @@ Each process that runs tests makes the copy that fresh processes start from
 collection, and ranks forked from a copy that already holds an implementation's module would
 not import it anew (they would be new interpreters instead, a second of torch each).
 
-Each xdist worker runs torch on its share of the cores, as a simacc command's workers do
+Each xdist worker of this suite (not of a project that reads this file through an editable
+install) runs torch on its share of the cores, as a simacc command's workers do
 (:func:`simacc.harness.call.process_state.share_the_cores`): at torch's own count, a thread a
 core in every worker, the threads of one took the cores from the others, and on a 2-core
 sandbox a tensor op that wakes a second thread took milliseconds (the catalogue on the
@@ -25,6 +26,7 @@ checked at :data:`CI_EXAMPLES` examples a property, not the profile's 200: a use
 ``--simacc-max-examples`` / ``SIMACC_MAX_EXAMPLES``, is taken as given."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +45,8 @@ def pytest_configure(config):
     if state is not None and state.settings.references and state.settings.profile == "ci" \
             and state.settings.max_examples is None:
         state.settings = dataclasses.replace(state.settings, max_examples=CI_EXAMPLES)
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker of this suite
+    own_suite = config.rootpath.samefile(Path(__file__).parent)  # not a project that reads this file
+    if hasattr(config, "workerinput") and own_suite:
         from simacc.harness.call import process_state
 
         process_state.share_the_cores(config.workerinput.get("workercount", 1))
