@@ -1,7 +1,7 @@
 """The process is left as it was found (CONTRACT.md §11.4): the call runs inside a long-lived
 serving process, so importing the implementation and every call must leave torch's global
-state (default dtype and device, grad mode, the deterministic-algorithms flag, the thread
-count), the working directory and the signal handlers as they were.
+state (default dtype and device, grad mode, inference mode, the deterministic-algorithms flag,
+the thread count), the working directory and the signal handlers as they were.
 
 The runner restores whatever a call (or the import) changed, so the rest of the run never
 sees it (:mod:`simacc.harness.call.process_state`); this property is where the change fails the

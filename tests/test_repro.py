@@ -216,7 +216,7 @@ def test_against_the_reference_a_promoted_case_passes_and_a_broken_corpus_file_f
     (promoted / "broken.json").write_text('{"schema": "simacc-repro/1"')
     code, out = _pytest(str(REPO / "properties" / "test_regressions.py"), "-rA", corpus=promoted, cwd=tmp_path)
     assert re.search(r"PASSED \S+::test_regression\[index_rows\S+-27bed69891-cpu\]", out), out
-    assert "broken.json: not valid JSON" in out and "1 failed, 5 passed" in out, out  # simacc's 4 cases and the promoted
+    assert "broken.json: not valid JSON" in out and "1 failed, 6 passed" in out, out  # simacc's 5 cases and the promoted
 
 
 # -- one file per distinct failure -------------------------------------------------------

@@ -57,6 +57,20 @@ def stays_in_its_own_folder(accept_index, predict, num_correct_drafts, candidate
                                            spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
+_KEPT = []
+
+
+@register("process state", "result_aliases_no_input")
+def leaves_inference_mode_on(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                             bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Enters inference mode once, for speed, and keeps it: a no_grad server's every later op runs in it."""
+    if not _KEPT:
+        _KEPT.append(torch.inference_mode())
+        _KEPT[0].__enter__()
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
 _FIRST = {"done": False}
 
 

@@ -87,6 +87,20 @@ def multinomial_truncates(accept_index, predict, num_correct_drafts, candidates,
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
+@register("sampling distribution", "regression")
+def multinomial_rounds_half_up(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                               bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """multinomial rounds the clamped Gaussian draw half up, floor(v + 0.5), not half to even: 2.5 gives 3."""
+    width = spec_steps + 1
+    if simulate_acc_method == "multinomial":
+        base.check_length(simulate_acc_len)
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu")
+        length = math.floor(torch.clamp(draw, 1, width).item() + 0.5)
+    else:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
 # -- the generator: same law, different draws -------------------------------------------------
 
 

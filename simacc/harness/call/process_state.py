@@ -1,5 +1,5 @@
 """The process-wide state a call must leave as it found it (CONTRACT.md §11.4): torch's
-default dtype and device, grad mode, the deterministic-algorithms flag and the thread count,
+default dtype and device, grad mode, inference mode, the deterministic-algorithms flag and the thread count,
 and the working directory and every signal's handler (a serving process has its own, and the
 harness relies on ``SIGALRM`` for the time limit and ``SIGINT`` for Ctrl-C).
 
@@ -40,6 +40,7 @@ class Snapshot(NamedTuple):
     modes: int  # the torch function modes active (a default device is one)
     device: object  # the default device when ``modes`` is not 0, else None (cpu)
     grad: bool
+    inference: bool
     deterministic: tuple
     threads: int
     cwd: str | None
@@ -55,6 +56,7 @@ def snapshot():
     except OSError:  # the folder was removed
         cwd = None
     return (torch.get_default_dtype(), modes, torch.get_default_device() if modes else None, torch.is_grad_enabled(),
+            torch.is_inference_mode_enabled(),
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
             torch.get_num_threads(), cwd, tuple(map(_handler, _SIGNALS)))
 
@@ -76,6 +78,9 @@ def restore(before):
     if now.grad != before.grad:
         changes.append(f"grad mode {_on(before.grad)} -> {_on(now.grad)}")
         torch.set_grad_enabled(before.grad)
+    if now.inference != before.inference:  # a guard the implementation holds: only it can end it
+        changes.append(f"inference mode {_on(before.inference)} -> {_on(now.inference)} (the one change not undone: "
+                       "a guard the implementation holds)")
     if now.deterministic != before.deterministic:
         changes.append(f"deterministic algorithms {_deterministic(before)} -> {_deterministic(now)}")
         torch.use_deterministic_algorithms(before.deterministic[0], warn_only=before.deterministic[1])
