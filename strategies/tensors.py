@@ -31,20 +31,21 @@ def token_dtypes():
 def layout_codes(count):
     """Integers that name the layouts of ``count`` tensors at once (:func:`decode_layouts`).
 
-    Two bits per tensor, the first tensor in the lowest bits: one draw instead of one per
-    tensor, and shrinking an integer clears the bits above and below the ones a failure
-    needs, so a failure that needs one tensor off contiguous shrinks to that tensor alone.
-    Shrinks toward 0, every tensor contiguous.
+    One base-5 digit per tensor (a layout of :data:`LAYOUTS`), the first tensor in the lowest:
+    one draw instead of one per tensor, and shrinking the integer lowers the digits, so a
+    failure that needs one tensor off contiguous shrinks toward that tensor alone. Shrinks
+    toward 0, every tensor contiguous.
     """
     if count < 1:
         raise ValueError(f"{count=} must be >= 1")
-    return st.integers(0, 4**count - 1)
+    return st.integers(0, len(LAYOUTS) ** count - 1)
 
 
 def decode_layouts(code, ndims):
     """The layouts that ``code`` names for tensors of ``ndims`` dimensions; a 1-D tensor
     has no transposed view and reads that code as strided."""
-    return tuple(_LAYOUT_CODES[ndim][(code >> 2 * i) & 3] for i, ndim in enumerate(ndims))
+    base = len(LAYOUTS)
+    return tuple(_LAYOUT_CODES[ndim][code // base**i % base] for i, ndim in enumerate(ndims))
 
 
 def fill(shape, dtype, low, high, seed):

@@ -138,6 +138,18 @@ def roots_read_through_raw_strides(accept_index, predict, num_correct_drafts, ca
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
 
+@register("layout", "index_rows_are_root_plus_range_then_minus_one")
+def roots_dense_when_columns_are(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Copies accept_index only when its column stride is not 1, then reads rows W apart: a static buffer's slice is read wrong."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    index = accept_index if accept_index.stride(-1) == 1 else accept_index.contiguous()
+    roots = torch.as_strided(index, (bs,), (width,), index.storage_offset())
+    out = base.index(roots, length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
 @register("layout", "index_rows_are_root_plus_range_then_minus_one", "num_correct_drafts_is_length_minus_one")
 def roots_through_view(accept_index, predict, num_correct_drafts, candidates, target_predict,
                        bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):

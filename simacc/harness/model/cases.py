@@ -17,8 +17,7 @@ from simacc.contract.caller import DEFAULT_METHOD
 from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.harness.config import contracts
 
-LAYOUTS = ("contiguous", "transposed", "strided", "offset")
-EVERY_LAYOUT = (*LAYOUTS, "padded")  # LAYOUTS are what the 2-bit layout codes name; padded is asked for by name
+LAYOUTS = ("contiguous", "transposed", "strided", "offset", "padded")
 DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
           "bool": torch.bool}
 _PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
@@ -35,16 +34,16 @@ class TensorArg:
     ``transposed`` is a ``.t()`` view of a transposed buffer (2-D only), ``strided`` takes
     every other element of the last dimension, ``offset`` starts one element into its
     storage, ``padded`` is the leading columns of a buffer :data:`PADDED_COLUMNS` wider (a
-    row stride past the row's length, column stride 1: logits sliced from a vocabulary-padded
-    buffer).
+    row stride past the row's length, column stride 1: a static buffer's slice, logits from a
+    vocabulary-padded buffer; in 1-D, the head of a longer storage).
     """
 
     values: torch.Tensor
     layout: str = "contiguous"
 
     def __post_init__(self):
-        if self.layout not in EVERY_LAYOUT:
-            raise ValueError(f"layout must be one of {EVERY_LAYOUT}, got {self.layout!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
         if self.layout == "transposed" and self.values.dim() != 2:
             raise ValueError(f"a transposed layout needs a 2-D tensor, got {self.values.dim()}-D")
 

@@ -32,7 +32,7 @@ import torch
 
 from simacc.harness.config import contracts, devices, grad_modes
 from simacc.harness.model import cases
-from simacc.harness.model.cases import DTYPES, EVERY_LAYOUT, TensorArg
+from simacc.harness.model.cases import DTYPES, LAYOUTS, TensorArg
 from simacc.harness.model.programs import Program
 from simacc.harness.processes.atomic import write_atomically
 
@@ -229,8 +229,8 @@ def _decode_tensor(obj, name, budget):
     numel = math.prod(shape)
     if numel > budget:
         raise ReproError(f"{what} has shape {shape}: the case exceeds {MAX_ELEMENTS} elements"[:300])
-    if obj["layout"] not in EVERY_LAYOUT:
-        raise ReproError(f"{what} has unknown layout {obj['layout']!r} (expected one of {EVERY_LAYOUT})"[:300])
+    if obj["layout"] not in LAYOUTS:
+        raise ReproError(f"{what} has unknown layout {obj['layout']!r} (expected one of {LAYOUTS})"[:300])
     values = obj["values"]
     if not isinstance(values, list) or len(values) != numel:
         count = len(values) if isinstance(values, list) else type(values).__name__
