@@ -276,6 +276,22 @@ def functional_swapped_weights(*, accept_index, predict, candidates, target_pred
                      real=simulate_acc_token_mode == REAL)
 
 
+@register("sampling", "functional_match_expected_length_has_the_documented_distribution", requires=JAX)
+def functional_never_reaches_width_from_below(*, accept_index, predict, candidates, target_predict, valid_mask,
+                                              spec_steps, simulate_acc_len, simulate_acc_method,
+                                              simulate_acc_token_mode, fixed_token_id, rng):
+    """match-expected's longer length is lo + 1 only while lo + 1 < W: an x between W - 1 and W never gives W."""
+    width = spec_steps + 1
+    _check(rng, candidates, width, simulate_acc_token_mode)
+    clamped = max(1.0, min(float(width), simulate_acc_len))
+    if simulate_acc_method == "match-expected" and math.floor(clamped) + 1 >= width:
+        length = math.floor(clamped)
+    else:
+        length = _length(rng, simulate_acc_len, simulate_acc_method, width)
+    return _simulate(accept_index, predict, candidates, target_predict, valid_mask, length, fixed_token_id,
+                     real=simulate_acc_token_mode == REAL)
+
+
 @register("sampling", "functional_multinomial_length_has_the_documented_distribution", requires=JAX)
 def sglang_jax_clamped_mean(*, accept_index, predict, candidates, target_predict, valid_mask, spec_steps,
                             simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, fixed_token_id, rng):
