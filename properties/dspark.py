@@ -1,6 +1,5 @@
 """What the DSpark property modules share (CONTRACT.md §19-§21): each row of an accept case as
-the contract sees it, the roles of the accept's outputs for failure messages, and a call on
-the tensors an earlier call was given.
+the contract sees it, and the roles of the accept's outputs for failure messages.
 
 The oracles read a case the plain way, a row at a time in Python, never through the reference.
 """
@@ -73,27 +72,3 @@ def rows(case):
                 source += f", not the one where the real greedy accept stops, target_predict[{i} * T + {real}]"
         found.append(Row(i, drafts, real, correct, bonus, source))
     return found
-
-
-@dataclass(frozen=True, eq=False)
-class Replayed:
-    """A call on ``live``, the very tensors an earlier call was given (a CUDA graph replays on
-    its static buffers), whose values are now ``case``'s: the runner calls with ``live``, and
-    the oracles and messages read ``case``."""
-
-    case: object
-    live: dict
-
-    def args(self, device):
-        return dict(self.live)
-
-    def summary(self):
-        return f"again on the earlier call's tensors, refilled: {self.case.summary()}"
-
-    def sizes_text(self):
-        return f"{self.case.sizes_text()}, called again on the earlier call's tensors"
-
-    def __getattr__(self, name):
-        if name.startswith("__") or name in ("case", "live"):
-            raise AttributeError(name)
-        return getattr(self.case, name)

@@ -404,15 +404,6 @@ def check_every_output(simacc, case, index_name, predict_name, next_step):
     keeps its values."""
     __tracebackhide__ = True
     outcome = simacc.run(case)
-    _check_outputs(simacc, outcome, case, index_name, predict_name)
-    alias, copy = held(outcome.returned)
-    del outcome  # a caller keeps the index it read, not the result object
-    simacc.run(next_step)
-    check_equal("the index, held while the next step's call ran", alias, copy, case)
-
-
-def _check_outputs(simacc, outcome, case, index_name, predict_name):
-    __tracebackhide__ = True
     check_index_type(outcome, case, index_name)
     length = length_of(simacc, outcome, case, "num_correct_drafts")
     check_index_rows(outcome.returned, case, length, outcome.device)
@@ -421,11 +412,16 @@ def _check_outputs(simacc, outcome, case, index_name, predict_name):
     if case.mode != "real-draft-token":
         check_equal(predict_name, predict, torch.full_like(predict, simacc.impl.fixed_token_id), case, length,
                     predict_roles(case, length))
-        return
-    candidates, target = (getattr(case, name).values for name in case.token_fields)
-    positions = accepted_positions(case, length)
-    check_accepted_slots(predict_name, predict, positions, drafts_then_bonus(candidates, target, length), case, length)
-    check_other_slots_unchanged(predict_name, predict, getattr(case, predict_name).values, positions, case, length)
+    else:
+        candidates, target = (getattr(case, name).values for name in case.token_fields)
+        positions = accepted_positions(case, length)
+        check_accepted_slots(predict_name, predict, positions, drafts_then_bonus(candidates, target, length), case,
+                             length)
+        check_other_slots_unchanged(predict_name, predict, getattr(case, predict_name).values, positions, case, length)
+    alias, copy = held(outcome.returned)
+    del outcome  # a caller keeps the index it read, not the result object
+    simacc.run(next_step)
+    check_equal("the index, held while the next step's call ran", alias, copy, case)
 
 
 def check_documented_draws(outcome, case):

@@ -13,7 +13,7 @@ from simacc.harness.config import grad_modes
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model.cases import TensorArg
-from simacc.properties import dspark, support
+from simacc.properties import dspark, serving, support
 from simacc.strategies.dspark import dspark_accept_server_batches
 
 cases = sx.dspark_accept_cases()
@@ -138,7 +138,7 @@ def test_dspark_accept_reads_the_simulated_count_at_every_call(simacc, case):
     again = dataclasses.replace(case, simulated_correct_len=TensorArg(torch.tensor([(case.simulated + 1) % case.max_len])))
     with grad_modes.entered(simacc.context):  # an inference tensor is written in inference mode only
         outcome.args["simulated_correct_len"].copy_(again.simulated_correct_len.values)
-    again = dspark.Replayed(again, outcome.args)
+    again = serving.Step(again, outcome.args, "called again on the earlier call's tensors, refilled")
     try:
         outcome = simacc.run(again)
     finally:
