@@ -7,6 +7,7 @@ hold. Runs stay small: a few programs, ``-n 0``, in this process."""
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,12 @@ def test_each_grad_mode_runs_in_sessions_of_its_own_and_the_header_says_which():
     assert code == 0 and "this session runs no_grad only" in out
     assert "test_result_aliases_no_input[cpu-no_grad]" in out and "test_serving_loop_conforms_at_every_step[cpu-no_grad]" in out
     assert "inference]" not in out and "index_rows_are_root_plus_range_then_minus_one" not in out
+    # a later mode's session collects only the modules of the properties run in every mode
+    code, out = _pytest(str(REPO / "properties"), "--co", "-q", "--simacc-run-context=no_grad")
+    both = _pytest(*(str(REPO / "properties" / name) for name in ("test_inputs.py", "test_serving.py")), "--co", "-q",
+                   "--simacc-run-context=no_grad")[1]
+    collected = re.search(r"^\d+/(\d+) tests collected", out, re.M)
+    assert code == 0 and collected and collected[0] in both, out
     code, out = _pytest(str(REPO / "properties"), "--co", "--simacc-context=no_grad", "-k", "aliases")
     assert "simacc: grad modes no_grad (every property)" in out
     assert "test_result_aliases_no_input[cpu-no_grad]" in out and "[cpu-inference]" not in out

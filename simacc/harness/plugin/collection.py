@@ -42,6 +42,23 @@ def pytest_pycollect_makemodule(module_path, parent):
     return PropertyModule.from_parent(parent, path=module_path, nodeid=nodeid)
 
 
+def pytest_ignore_collect(collection_path, config):
+    """A session of a later grad mode than the first collects only the property modules that
+    hold a property run in every mode: every test of the others would be deselected there,
+    after a quarter of a second of collecting them (``simacc check`` starts that session
+    beside the first, before anything says which tests it will run)."""
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    chosen = state(config).settings
+    if chosen.process_context == chosen.contexts[0] or collection_path.resolve().parent != properties_dir():
+        return None
+    from simacc.harness.judging.catalogue import property_of
+
+    module = importlib.import_module(f"simacc.properties.{collection_path.stem}")
+    declared = (property_of(value) for value in vars(module).values())
+    return None if any(prop.across_contexts for prop in declared if prop is not None) else True
+
+
 def is_ours(nodeid, config):
     """Whether the test ``nodeid`` is one of simacc's properties."""
     path = nodeid.split("::")[0]

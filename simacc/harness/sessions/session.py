@@ -242,14 +242,16 @@ def run(chosen, workers, on_event=None, extra=()):
     """Run the sessions for ``chosen`` (a resolved Settings), one per grad mode, each in a
     child process, and return what they said (:class:`Heard`), calling ``on_event(event)``
     for each event as it comes. The first mode's session has ``workers``; a later one, which
-    runs only the few properties checked in every mode, runs them in its one process (an
-    xdist controller and a worker would cost a second process's start-up), and starts only
-    once the first session has collected and said that some of the tests selected run in
-    that mode (``other_modes``): a check of properties that run in the first mode alone is
-    one session. They run side by side, or one after the other with ``-x`` (stopping at the
-    first failure). A ``KeyboardInterrupt`` here interrupts the children too (they are in
-    this process group) and still returns what was heard, with ``interrupted`` among the
-    events."""
+    runs only the few properties checked in every mode (it collects only their modules,
+    :func:`~simacc.harness.plugin.collection.pytest_ignore_collect`), runs them in its one
+    process (an xdist controller and a worker would cost a second process's start-up). They
+    run side by side: a check of the whole catalogue starts them all at once (the later ones
+    then run while the first one's workers start); a check of some properties starts a later
+    one only once the first session has collected and said that some of the tests selected
+    run in that mode (``other_modes``), so that a check of properties that run in the first
+    mode alone is one session. With ``-x`` (stopping at the first failure) they run one after
+    the other. A ``KeyboardInterrupt`` here interrupts the children too (they are in this
+    process group) and still returns what was heard, with ``interrupted`` among the events."""
     events, parts = [], []
 
     def hear(number, reader):
@@ -267,9 +269,7 @@ def run(chosen, workers, on_event=None, extra=()):
 
         def start(number):
             path = Path(scratch) / f"events-{number}.jsonl"
-            targets = {} if number == 0 else {"targets": _modules_of(
-                n for e in events if e["event"] == "other_modes" and e["session"] == 0 for n in e["nodeids"])}
-            args = arguments(sessions[number], workers if number == 0 else 0, path, scratch, extra, **targets)
+            args = arguments(sessions[number], workers if number == 0 else 0, path, scratch, extra)
             supervisor = Supervisor(forkserver.command(["-m", "pytest", *args]), str(path))
             return number, stream.Reader(path), supervisor, args
 
@@ -288,6 +288,8 @@ def run(chosen, workers, on_event=None, extra=()):
                 if any(e["event"] == "interrupted" or _failed(e) for e in events):
                     break
                 parts += _wait([start(number)], hear, events)
+        elif not chosen.properties:
+            parts += _wait([start(n) for n in range(len(sessions))], hear, events)
         else:
             parts += _wait([start(0)], hear, events, more=lambda: [start(n) for n in wanted()])
     returncode = next((code for code, _, _, _ in parts if code), 0)
@@ -295,14 +297,6 @@ def run(chosen, workers, on_event=None, extra=()):
     command = "; ".join(shlex.join(["python", "-m", "pytest", *args]) for _, _, args, _ in parts)
     death = next((dead for _, _, _, dead in parts if dead is not None), None)
     return Heard(events, returncode, output, command, death, sessions=len(parts))
-
-
-def _modules_of(nodeids):
-    """The ``--pyargs`` targets of the property modules that hold the tests ``nodeids``: a
-    later grad mode's session collects those, not the whole catalogue (a third of a second
-    for the two properties it runs)."""
-    stems = dict.fromkeys(Path(nodeid.split("::")[0]).stem for nodeid in nodeids)
-    return ("--pyargs", *(f"simacc.properties.{stem}" for stem in stems))
 
 
 def _failed(event):
