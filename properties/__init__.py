@@ -6,6 +6,7 @@ Installed, this folder is ``simacc.properties``: run it with
 ``pytest --pyargs simacc.properties --simacc-impl IMPL``.
 """
 
+import functools
 import importlib
 import pkgutil
 
@@ -44,10 +45,17 @@ def designs():
 
 def find(pid):
     """The property with id ``pid``; ``LookupError`` when there is none."""
-    for prop in every_property():
-        if prop.id == pid:
-            return prop
-    raise LookupError(f"unknown property id {pid!r} (no test_{pid} in simacc.properties)")
+    try:
+        return _by_id()[pid]
+    except KeyError:
+        raise LookupError(f"unknown property id {pid!r} (no test_{pid} in simacc.properties)") from None
+
+
+@functools.cache
+def _by_id():
+    """Every property by its id, listed once a process: a session collecting its regression
+    corpus looks up a property for each file, and listing them all takes a millisecond."""
+    return {prop.id: prop for prop in every_property()}
 
 
 def of_repro(record):
