@@ -5,7 +5,7 @@ Python's global generator.
 
 The statistical properties build their batches from fixed seeds and judge the empirical law by
 the CDF test of :mod:`simacc.harness.judging.statistics` at ``statistics.FALSE_ALARM`` (1e-6) per test, whatever stream the implementation
-draws from; their sizes keep the zoo's mistakes (the temperature multiplied, ignored, or one
+draws from; their sizes keep the zoo's mistakes (the temperature multiplied, ignored, capped, or one
 request's for all; one seed for every call; tied maxima broken by anything but the noise) far
 past the bound, since upstream's kernel runs a program a verify row in Triton's interpreter.
 """
@@ -24,8 +24,10 @@ from simacc.strategies.dspark import dspark_bonus_server_batches
 
 cases = sx.dspark_bonus_cases()
 LAW_LOGITS = (0.0, 1.0, 2.0)
-LAW_TEMPERATURES = (4.0, 0.25)  # alternating requests: softmax near [0.25, 0.33, 0.42] and [0.0003, 0.018, 0.98]
-LAW_REQUESTS = 400  # 200 a temperature: eps = 0.195 at 5e-7 each; the mistakes of the zoo move a CDF by 0.25 or more
+HOT_LOGITS = (0.0, 100.0, 200.0)  # at T = 100 the law of LAW_LOGITS at T = 1; capped at 20, T moves the CDF by 0.33
+# requests in turn: softmax near [0.25, 0.33, 0.42], [0.0003, 0.018, 0.98] and [0.09, 0.24, 0.67]
+LAW_KINDS = ((LAW_LOGITS, 4.0), (LAW_LOGITS, 0.25), (HOT_LOGITS, 100.0))
+LAW_REQUESTS = 600  # 200 a kind: eps = 0.198 at 3.3e-7 each; the mistakes of the zoo move a CDF by 0.25 or more
 CALLS = 100  # eps = 0.27; one seed for every call gives one token a hundred times, a CDF off by 0.5
 # Two tied maxima (0) a vocabulary block apart, every other token far below (-1000: out of reach of the noise, yet
 # -1e8 after the kernel's division by 1e-5, finite in float32; the tie at 0 keeps every Gumbel digit in float32)
@@ -43,10 +45,12 @@ def _tokens(outcome, case):
 
 
 def _law_case(logits, temperatures, seed):
-    """One verify row a request, the same ``logits`` in each, the row at ``correct_len`` 0."""
+    """One verify row a request, the same ``logits`` in each (or, given a list of rows, a row
+    each), the row at ``correct_len`` 0."""
     bs = len(temperatures)
+    rows = list(logits) if isinstance(logits[0], (list, tuple)) else [logits] * bs
     return DsparkBonusCase(
-        target_logits=TensorArg(torch.tensor([logits] * bs, dtype=torch.float32)),
+        target_logits=TensorArg(torch.tensor(rows, dtype=torch.float32)),
         correct_len=TensorArg(torch.zeros(bs, dtype=torch.int64)),
         temperatures=TensorArg(torch.tensor(temperatures, dtype=torch.float32).reshape(bs, 1)),
         bs=bs, rows_per_request=1, seed=seed)
@@ -97,15 +101,15 @@ def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
 
 @claim("dspark_bonus")
 def test_dspark_bonus_follows_the_tempered_softmax(simacc):
-    """Requests of temperatures 4 and 1/4 over the same logits each draw softmax(x / T) (§20.2, CDF test at 1e-6)."""
-    temperatures = [LAW_TEMPERATURES[r % 2] for r in range(LAW_REQUESTS)]
-    case = _law_case(LAW_LOGITS, temperatures, seed=20)
+    """Requests of temperatures 4, 1/4 and 100 each draw softmax(x / T) of their logits (§20.2, CDF test at 1e-6)."""
+    kinds = [LAW_KINDS[r % len(LAW_KINDS)] for r in range(LAW_REQUESTS)]
+    case = _law_case([logits for logits, _ in kinds], [temperature for _, temperature in kinds], seed=20)
     tokens = _tokens(simacc.run(case), case).cpu().tolist()
-    for k, temperature in enumerate(LAW_TEMPERATURES):
-        drawn = [t + 1 for t in tokens[k::2]]
-        support.check_distribution(drawn, _softmax(LAW_LOGITS, temperature),
+    for k, (logits, temperature) in enumerate(LAW_KINDS):
+        drawn = [t + 1 for t in tokens[k :: len(LAW_KINDS)]]
+        support.check_distribution(drawn, _softmax(logits, temperature),
                                    f"1 + the bonus of the {len(drawn)} requests of temperature {temperature} over "
-                                   f"logits {list(LAW_LOGITS)}", statistics.FALSE_ALARM / 2)
+                                   f"logits {list(logits)}", statistics.FALSE_ALARM / len(LAW_KINDS))
 
 
 @claim("dspark_bonus")

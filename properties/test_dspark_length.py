@@ -16,9 +16,10 @@ from simacc.harness.model.cases import DsparkLengthCase, TensorArg
 from simacc.properties import support
 
 cases = sx.dspark_length_cases()
-LAW_GAMMA = 3
-LAW_LENGTHS = (2.5, 3.75)  # T = 4: one between two counts, one next to the top (a length that never reaches T shows)
-LAW_CALLS = 400  # eps = 0.124 at 5e-7 each; a top of gamma instead of gamma + 1 moves the CDF at 3 by 0.75
+# (gamma, x): at T = 4 one between two counts, one next to the top (a length that never reaches T shows); at
+# T = 17 one past 9 (a length sized for a block of 8 drafts never leaves [1, 9]: the CDF at 9 is 1, not 0)
+LAW_POINTS = ((3, 2.5), (3, 3.75), (16, 12.5))
+LAW_CALLS = 400  # eps = 0.127 at 3.3e-7 each; a top of gamma instead of gamma + 1 moves the CDF at 3 by 0.75
 
 
 def _count(outcome, case):
@@ -49,8 +50,8 @@ def test_dspark_length_is_a_count_of_drafts(simacc, case):
           f"a count of drafts in [0, gamma = {case.gamma}] (L - 1, not L)", case, "drawn by the implementation")
 
 
-def _law_case(x, seed):
-    return DsparkLengthCase(simulated_correct_len=TensorArg(torch.tensor([-1])), simulate_acc_len=x, gamma=LAW_GAMMA,
+def _law_case(gamma, x, seed):
+    return DsparkLengthCase(simulated_correct_len=TensorArg(torch.tensor([-1])), simulate_acc_len=x, gamma=gamma,
                             simulate_acc_method=DEFAULT_METHOD, seed=seed)
 
 
@@ -63,8 +64,9 @@ def _probabilities(x, width):
 @claim("dspark_length")
 def test_dspark_length_follows_the_documented_law(simacc):
     """Over many steps L follows §9's law for the method read at import, max_len = gamma + 1 (§19.2, CDF test at 1e-6)."""
-    for x in LAW_LENGTHS:
-        lengths = [_count(simacc.run(case), case) + 1 for case in (_law_case(x, seed) for seed in range(LAW_CALLS))]
-        support.check_distribution(lengths, _probabilities(x, LAW_GAMMA + 1),
-                                   f"L over {LAW_CALLS} steps, x={x}, gamma={LAW_GAMMA}, {DEFAULT_METHOD}",
-                                   statistics.FALSE_ALARM / len(LAW_LENGTHS))
+    for gamma, x in LAW_POINTS:
+        calls = (_law_case(gamma, x, seed) for seed in range(LAW_CALLS))
+        lengths = [_count(simacc.run(case), case) + 1 for case in calls]
+        support.check_distribution(lengths, _probabilities(x, gamma + 1),
+                                   f"L over {LAW_CALLS} steps, x={x}, gamma={gamma}, {DEFAULT_METHOD}",
+                                   statistics.FALSE_ALARM / len(LAW_POINTS))

@@ -18,6 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
+from simacc.contract.sampling import METHODS, sample_simulated_acc_len
 from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
@@ -28,10 +29,15 @@ _ROOT_LAYOUTS = st.sampled_from(ROOT_LAYOUTS)
 _ROOT_GAPS = st.integers(1, 5)
 _ROOT_STARTS = st.integers(0, 5)
 _TREE_EXTRA_NODES = st.integers(0, 8)
-_LOGIT_CLASSES = st.integers(1, 64)
+# and, for a small block, 2049 columns: past a block of 1024, and a maximum (2049) that bfloat16
+# rounds onto the scores below it (2041 to 2048 become 2048)
+_LOGIT_CLASSES = st.integers(1, 64) | st.sampled_from((2049,))
+_LOGIT_CELLS = 2**20  # a case's logits at most (a server batch with 2049 columns would take 500 MB)
 _BOOLEANS = st.booleans()
 # integers(0, 0), not just(): a branch without a draw of its own would shrink first
 _NAN = st.integers(0, 0).map(lambda _: math.nan)
+# a length still to be put at the edge of the case's own draw (_at_the_draws_edge)
+_EDGE = "the edge of the draw"
 
 
 class _Contents:
@@ -151,7 +157,7 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
     contents = _Contents(EagleCase, seed)
 
     values = {
-        "predict": contents.ints("predict", (predict_len,), torch.int32, *tn.INT32),
+        "predict": _with_padding(contents.ints("predict", (predict_len,), torch.int32, *tn.INT32)),
         "num_correct_drafts": contents.ints("num_correct_drafts", (bs,), torch.int32, *tn.INT32),
         "accept_index": contents.index("accept_index", width, root_list, predict_len),
     }
@@ -161,15 +167,61 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
         values["candidates"] = contents.ints("candidates", (bs, d), dtype, 0, vocab)
         values["target_predict"] = contents.ints("target_predict", (bs, d), torch.int64, 0, vocab)
 
+    tensors = _draw_layouts(draw, values)
+    length = draw(_lengths_of(width) if acc_lens is None else acc_lens, label="simulate_acc_len")
+    method = draw(methods, label="method")
     return EagleCase(
-        **{"candidates": None, "target_predict": None, **_draw_layouts(draw, values)},
+        **{"candidates": None, "target_predict": None, **tensors},
         bs=bs,
         spec_steps=steps,
-        simulate_acc_len=draw(sc.acc_lens(width) if acc_lens is None else acc_lens, label="simulate_acc_len"),
-        simulate_acc_method=draw(methods, label="method"),
+        simulate_acc_len=_at_the_draws_edge(seed, method, width) if length == _EDGE else length,
+        simulate_acc_method=method,
         simulate_acc_token_mode=mode,
         seed=seed,
     )
+
+
+def _with_padding(values):
+    """``values`` with a quarter of its slots -1, as a server's buffers hold where nothing was
+    written: a port that takes -1 for "leave it" is caught."""
+    values[values % 4 == 0] = -1
+    return values
+
+
+def _lengths_of(width, positive=True):
+    """The default lengths (:func:`~simacc.strategies.scalars.acc_lens`), and as often as each
+    of their kinds a length at the edge of the case's own draw (:func:`_at_the_draws_edge`)."""
+    return sc.acc_lens(width, positive=positive, edge=_EDGE)
+
+
+EDGE = 2.0**-33  # how close to the edge of the draw a length there is
+
+
+def _at_the_draws_edge(seed, method, width):
+    """A length within :data:`EDGE` of where the documented draw under ``seed`` (CONTRACT.md §3)
+    turns from ``k`` to ``k + 1``, on either side: ``k`` and the side from ``seed``. Any rounding
+    of the draw the contract does not name (a weight rounded, a Gaussian in half precision, a
+    length read in float32) gives the other length about half the time. Found by bisection on
+    the reference's own sampler (about 35 draws), with torch's generator left as it was."""
+    if width < 2 or method not in METHODS:
+        return 1.5  # one length only, or a method the sampler refuses: any length will do
+    k = 1 + (seed >> 1) % (width - 1)
+    low, high = (float(k), math.nextafter(k + 1.0, 0)) if method == "match-expected" else (2.0**-20, width + 8.0)
+    with torch.random.fork_rng(devices=[]):
+
+        def drawn(x):
+            torch.default_generator.manual_seed(seed)
+            return sample_simulated_acc_len(x, method, width)
+
+        if not drawn(low) <= k < drawn(high):
+            return k + 0.5  # no edge for this seed (a Gaussian draw far from every length)
+        while high - low > EDGE:
+            middle = (low + high) / 2
+            if drawn(middle) <= k:
+                low = middle
+            else:
+                high = middle
+    return high if seed & 1 else low
 
 
 def chain_cases(*, max_bs=64, max_spec_steps=sc.MAX_SPEC_STEPS):
@@ -266,10 +318,11 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
     # real mode reads the logits only without target_predict (§7.2), but may be given both
     if mode == "real-draft-token" and (not target or draw(_BOOLEANS, label="passes_logits_too")):
         classes = draw(_LOGIT_CLASSES, label="logit_classes")
+        classes = min(classes, max(64, _LOGIT_CELLS // max(bs * block, 1)))
         values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes)
     return DflashCase(
         **{"target_predict": None, "next_token_logits": None, **_draw_layouts(draw, values)},
-        simulate_acc_len=draw(_dflash_lengths(block, method == "match-expected"), label="simulate_acc_len"),
+        simulate_acc_len=_dflash_length(draw, block, method, seed),
         simulate_acc_method=method,
         simulate_acc_token_mode=mode,
         seed=seed,
@@ -284,10 +337,12 @@ def _logits(gen, rows, classes):
     return scores.scatter_(1, winners, float(classes))
 
 
-@functools.lru_cache(maxsize=None)
-def _dflash_lengths(block, nan):
-    lengths = sc.acc_lens(block, positive=False)
-    return lengths | _NAN if nan else lengths
+def _dflash_length(draw, block, method, seed):
+    """A DFLASH length: zero and negatives too, NaN with ``match-expected``, and the edge of
+    the case's own draw."""
+    lengths = _lengths_of(block, positive=False)
+    length = draw(lengths | _NAN if method == "match-expected" else lengths, label="simulate_acc_len")
+    return _at_the_draws_edge(seed, method, block) if length == _EDGE else length
 
 
 def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_width=sc.MAX_SPEC_STEPS + 1):

@@ -23,7 +23,8 @@ from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
 from simacc.strategies.cases import _Contents, _logits
 
-MAX_GAMMA = 8
+MAX_GAMMA = 8  # a server's usual draft count; the cases reach past it (LONG_GAMMA) in about one in two
+LONG_GAMMA = 16  # as vLLM's LONG_K: a kernel, count or length sized for a block of 8 drafts shows past 8
 _ROW_LAYOUTS = st.sampled_from(("contiguous", "offset", "padded"))
 _BUFFER_LAYOUTS = st.sampled_from(("contiguous", "strided", "offset"))  # the length's buffer: any one-element view
 _BOOLEANS = st.booleans()
@@ -36,6 +37,8 @@ _SPLIT_VOCABS = st.integers(1, 64) | st.sampled_from((4097, 8193))
 _SPARE_ROWS = st.integers(0, 3)  # a static buffer's rows past the batch (a CUDA graph's, sized for the largest)
 _SPLITS = st.sampled_from((1, 2, 4))  # a power of two, as the partials kernel makes them (§21.1)
 _TEMPERATURES = (0.05, 4.0)  # a sampling request's temperature, uniform in this range
+HOT_TEMPERATURES = (4.0, 100.0)  # or, for about one sampling request in 8, log-uniform in this range: past any cap
+_HOT_SHARE = 0.125
 TINY_TEMPERATURES = (1e-6, 1e-3)  # or, in some cases, log-uniform in this range: below the kernel's floor of 1e-5 too
 _SERVER_BS = 1025  # a server's batch: past blocks of 256, 512 and 1024 requests
 _SERVER_VOCAB = 4097  # two blocks of 4096, the second of one token
@@ -52,15 +55,24 @@ def _placed(values, layout, rows=()):
     return {name: None if v is None else TensorArg(v, layout_of(name)) for name, v in values.items()}
 
 
-def dspark_length_cases(*, max_gamma=MAX_GAMMA, methods=None):
-    """Cases for DSpark's step length: ``gamma`` in ``[0, max_gamma]``, lengths in and out of
+def dspark_length_cases(*, max_gamma=LONG_GAMMA, methods=None):
+    """Cases for DSpark's step length: ``gamma`` in ``[0, max_gamma]`` (past :data:`MAX_GAMMA`
+    in about one case in two), lengths in and out of
     ``[1, gamma + 1]``, zero and negatives included (no ``> 0`` check, §19.2), NaN with
     ``match-expected``. ``methods`` replaces the method, which is otherwise the one this
     process reads at import (the call reads it there, not from its arguments). Shrinks toward
     gamma=0, a length of 1, contiguous.
     """
     sc._check_range("min_gamma", 0, "max_gamma", max_gamma)
-    return _dspark_length_cases(sc.spec_steps(0, max_gamma), st.just(DEFAULT_METHOD) if methods is None else methods)
+    return _dspark_length_cases(_gammas(0, max_gamma), st.just(DEFAULT_METHOD) if methods is None else methods)
+
+
+def _gammas(min_gamma, max_gamma):
+    """``gamma`` in ``[min_gamma, max_gamma]``: up to :data:`MAX_GAMMA` in about one draw in two, past it
+    (a server's longer drafts, where a block of 8 runs out) in the other; shrinks toward ``min_gamma``."""
+    if max_gamma <= MAX_GAMMA or min_gamma > MAX_GAMMA:
+        return sc.spec_steps(min_gamma, max_gamma)
+    return sc.spec_steps(min_gamma, MAX_GAMMA) | sc.spec_steps(MAX_GAMMA + 1, max_gamma)
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,10 +101,11 @@ def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_
     each, logits with one maximum a row (integer scores below it, so the greedy bonus is one
     token on every device), ``correct_len`` one row for the batch (as DSpark passes it) or one
     a request. ``modes`` says which requests sample (``greedy``: temperatures 0 or negative;
-    ``random``: in [0.05, 4]; ``mixed``), and in some cases half the sampling requests take a
-    tiny temperature (:data:`TINY_TEMPERATURES`), whose sample is the argmax but for a chance of
-    at most ``V exp(-1000)``. ``split_vocabularies`` draws a vocabulary past 4096 in about a
-    quarter of the cases instead of now and then. Shrinks toward bs=1, one row, greedy, a small
+    ``random``: in [0.05, 4]; ``mixed``), about one sampling request in 8 a hot temperature
+    instead (:data:`HOT_TEMPERATURES`, up to 100: past a sampler's cap), and in some cases half
+    the sampling requests a tiny temperature (:data:`TINY_TEMPERATURES`), whose sample is the
+    argmax but for a chance of at most ``V exp(-1000)``. ``split_vocabularies`` draws a
+    vocabulary past 4096 in about a quarter of the cases instead of now and then. Shrinks toward bs=1, one row, greedy, a small
     vocabulary, no tiny temperature.
     """
     if not modes or set(modes) - set(VLLM_REQUESTS):
@@ -124,8 +137,13 @@ def _dspark_bonus_cases(draw, modes, batch_sizes, row_counts, vocabs):
     if tiny:
         temperatures = torch.where(torch.rand((bs, 1), generator=gen) < 0.5, _tiny(torch.rand((bs, 1), generator=gen)),
                                    temperatures)
+    negative = temperatures > 3.5
+    # now and then a hot one, drawn last so that every other value stays what it was
+    hot = torch.rand((bs, 1), generator=gen) < _HOT_SHARE
+    temperatures = torch.where(hot & (temperatures >= low), _log_uniform(torch.rand((bs, 1), generator=gen),
+                                                                         HOT_TEMPERATURES), temperatures)
     # a greedy request's temperature: 0, or now and then a negative one (any T <= 0 is greedy, §20.2)
-    temperatures = torch.where(greedy, torch.where(temperatures > 3.5, -1.0, 0.0), temperatures)
+    temperatures = torch.where(greedy, torch.where(negative, -1.0, 0.0), temperatures)
     values = {"target_logits": _logits(contents.generator("target_logits"), bs * rows, vocab),
               "correct_len": correct_len, "temperatures": temperatures}
     return DsparkBonusCase(**_placed(values, draw(_ROW_LAYOUTS, label="layout"), _BONUS_ROWS), bs=bs,
@@ -133,8 +151,12 @@ def _dspark_bonus_cases(draw, modes, batch_sizes, row_counts, vocabs):
 
 
 def _tiny(uniforms):
-    low, high = (math.log(t) for t in TINY_TEMPERATURES)
-    return (uniforms.double() * (high - low) + low).exp().clamp(*TINY_TEMPERATURES).float()
+    return _log_uniform(uniforms, TINY_TEMPERATURES)
+
+
+def _log_uniform(uniforms, bounds):
+    low, high = (math.log(t) for t in bounds)
+    return (uniforms.double() * (high - low) + low).exp().clamp(*bounds).float()
 
 
 def dspark_bonus_server_batches():
@@ -158,11 +180,12 @@ def _server_bonus_case():
         bs=_SERVER_BS, rows_per_request=1, seed=0)
 
 
-def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=MAX_GAMMA,
+def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=LONG_GAMMA,
                         simulated=None, gated=None):
     """Cases for DSpark's accept (the layout of ``static_accept_tail``): ``bs`` rows of an anchor
-    and ``gamma`` drafts, each row's target agreeing with its first ``k`` drafts (``k`` from the
-    seed, so the real count differs from the simulated one), static output buffers with spare
+    and ``gamma`` drafts (past :data:`MAX_GAMMA` in about one case in two), each row's target
+    agreeing with its first ``k`` drafts (``k`` from the seed, so the real count differs from
+    the simulated one), static output buffers with spare
     rows, prefilled, and sometimes ``seq_lens`` and ``verify_lens`` with the same spare rows (a
     graph's static inputs). ``bonuses`` says where the bonus may come from (``target``,
     ``bonus_in``, ``bonus_parts``: split maxima that tie or differ by less than a bfloat16 ulp);
@@ -178,7 +201,7 @@ def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamm
     simulations = _BOOLEANS.map(lambda real: not real) if simulated is None else st.just(simulated)
     gatings = _BOOLEANS if gated is None else st.just(gated)
     return _dspark_accept_cases(st.sampled_from(tuple(bonuses)), sc.batch_sizes(max(min_bs, 1), max_bs),
-                                sc.spec_steps(max(min_gamma, 0), max_gamma), simulations, gatings)
+                                _gammas(max(min_gamma, 0), max_gamma), simulations, gatings)
 
 
 @functools.lru_cache(maxsize=None)

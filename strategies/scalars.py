@@ -31,7 +31,8 @@ _VOCAB_SIZES = st.sampled_from((16, 32_000, 151_936, 262_144, 2**31 - 1))
 # draw rarely changes L
 _FRACTIONS = (0.5, 0.25, 0.75, 0.1, 0.9)
 _SPECIAL_LENS = (5e-324, 1e-9, 0.25, 0.5, 0.999, math.inf)
-_NON_POSITIVE_LENS = st.floats(-100, 0, allow_nan=False)
+# -inf with a draw of its own (§3.5: 1, one draw if max_len > 1), as every branch of acc_lens
+_NON_POSITIVE_LENS = st.floats(-100, 0, allow_nan=False) | st.integers(0, 0).map(lambda _: -math.inf)
 
 
 # named, not lambdas: Hypothesis reads a lambda filter's source (an ast parse) to find bounds in it
@@ -101,14 +102,15 @@ def spec_steps(min_steps=0, max_steps=MAX_SPEC_STEPS):
 
 
 @functools.lru_cache(maxsize=None)
-def acc_lens(max_len, *, positive=True):
+def acc_lens(max_len, *, positive=True, edge=None):
     """``simulate_acc_len`` values for a width of ``max_len``.
 
     Integers in range, plain and arbitrary fractions, a hair (one float64 step) below
     ``max_len`` and above 1, tiny positives, values below 1 and above ``max_len``, ``inf``; with
     ``positive=False`` also zero and negatives (DFLASH has no ``> 0`` check). Each kind is a
-    ``one_of`` branch that makes one draw of its own. Shrinks toward 1 (and a failure that
-    needs a fraction toward 1.5).
+    ``one_of`` branch that makes one draw of its own. ``edge``, when given, is the value of one
+    more branch: a case strategy that knows its seed turns it into a length at the edge of the
+    seeded draw. Shrinks toward 1 (and a failure that needs a fraction toward 1.5).
     """
     if max_len < 1:
         raise ValueError(f"{max_len=} must be >= 1")
@@ -121,6 +123,8 @@ def acc_lens(max_len, *, positive=True):
         st.sampled_from(_SPECIAL_LENS + (() if positive else (0.0, -0.0))),
         st.floats(max_len, max_len + 100, allow_nan=False, exclude_min=True),
     ]
+    if edge is not None:
+        kinds.append(st.integers(0, 0).map(lambda _: edge))  # a draw of its own, as every branch
     return st.one_of(kinds if positive else [*kinds, _NON_POSITIVE_LENS])
 
 

@@ -5,6 +5,8 @@ before the draw), :func:`_sample` (no ``> 0`` check in this contract), :func:`_c
 :func:`_write_real`; each mutant writes one of them wrong.
 """
 
+import math
+
 import torch
 
 from simacc.contract.sampling import sample_simulated_acc_len
@@ -90,6 +92,41 @@ def dflash_logits_preferred_to_target(*, candidates, target_predict, accept_len,
     """Takes the argmax of next_token_logits whenever they are given, over a target_predict given too."""
     target = _target(None if next_token_logits is not None else target_predict, next_token_logits, out_tokens,
                      simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_argmax_in_bfloat16(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                              simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Takes the argmax of next_token_logits cast to bfloat16: a maximum rounded onto a score before it loses."""
+    logits = None if next_token_logits is None else next_token_logits.to(torch.bfloat16)
+    target = _target(target_predict, logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_argmax_over_1024_columns(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                    simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                                    next_token_logits=None):
+    """Takes the argmax of next_token_logits over its first 1024 columns only (one block of a kernel)."""
+    logits = None if next_token_logits is None else next_token_logits[:, :1024]
+    target = _target(target_predict, logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)
+
+
+@register("sampling bounds", "dflash_length_matches_the_documented_draw")
+def dflash_refuses_minus_inf(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                             simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+    """Raises on a length of -inf, which DFLASH (no > 0 check) takes as 1."""
+    if simulate_acc_len == -math.inf:
+        raise ValueError("simulate_acc_len must be finite")
+    target = _target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
     length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
     _counts(accept_len, commit_lens, length)
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode)

@@ -39,6 +39,12 @@ def length_tops_at_gamma(*, simulated_correct_len, simulate_acc_len, gamma):
     simulated_correct_len.fill_(_count(simulate_acc_len, gamma, max_len=max(gamma, 1)))
 
 
+@register("sampling bounds", "dspark_length_is_the_documented_draw", "dspark_length_follows_the_documented_law")
+def length_sized_for_8_drafts(*, simulated_correct_len, simulate_acc_len, gamma):
+    """Samples with max_len = min(gamma, 8) + 1, as if a kernel's block of 8 drafts bounded the step: past 8 drafts never more than 8."""
+    simulated_correct_len.fill_(_count(simulate_acc_len, gamma, max_len=min(gamma, 8) + 1))
+
+
 def _own_length(x, width, uniform):
     """§9's law for the method read at import, from ``uniform`` (a float in [0, 1)) and, for the
     Gaussian, torch's normal draw."""
@@ -133,6 +139,12 @@ def bonus_uses_the_first_temperature(*, target_logits, correct_len, temperatures
     """Samples every request at the first request's temperature."""
     first = temperatures.reshape(-1)[:1].expand(bs)
     return _bonus(target_logits, correct_len, first, bs, rows_per_request)
+
+
+@register("law", "dspark_bonus_follows_the_tempered_softmax")
+def bonus_caps_the_temperature_at_5(*, target_logits, correct_len, temperatures, bs, rows_per_request):
+    """Clamps each temperature to at most 5, a sampler's usual maximum, so a hotter request draws from too sharp a law."""
+    return _bonus(target_logits, correct_len, temperatures.clamp_max(5.0), bs, rows_per_request)
 
 
 @register("generator", "dspark_bonus_draws_afresh_at_every_call", "dspark_bonus_draws_one_seed_from_pythons_generator")
@@ -249,14 +261,16 @@ def _targets(target_predict, bs, width, blocks_of_128):
 
 
 def _accept(candidates, target_predict, simulated_correct_len, bonus_in, bonus_parts, *, tie_high=False,
-            real_mismatch=False, every_match=False, cached_count=False, bf16_parts=False, blocks_of_128=False):
+            real_mismatch=False, every_match=False, cached_count=False, bf16_parts=False, blocks_of_128=False,
+            block_of_8=False):
     """``(correct, bonus)`` per row: the count, then the supplied bonus or the target's at it."""
     bs, width = candidates.shape
     drafts = candidates[:, 1:].long()
     target = None if target_predict is None else _targets(target_predict, bs, width, blocks_of_128)
     real = None
     if target is not None:
-        real = (drafts == target[:, : width - 1]).long().sum(dim=1) if every_match else _leading(drafts, target)
+        real = (drafts == target[:, : width - 1]).long().sum(dim=1) if every_match else \
+            _leading(drafts[:, :8] if block_of_8 else drafts, target)
     correct = real
     if simulated_correct_len is not None:
         if cached_count and not hasattr(simulated_correct_len, "cached_count"):
@@ -299,7 +313,7 @@ def _write(candidates, seq_lens, verify_lens, gate, outs, correct, bonus, *, zer
         outs["new_seq_lens_out"][rows] = seq_lens[rows] + 1
 
 
-_ACCEPTING = ("tie_high", "real_mismatch", "every_match", "cached_count", "bf16_parts", "blocks_of_128")
+_ACCEPTING = ("tie_high", "real_mismatch", "every_match", "cached_count", "bf16_parts", "blocks_of_128", "block_of_8")
 
 
 def _tail(mistake=None):
@@ -335,6 +349,9 @@ _ACCEPT_MISTAKES = (
      "dspark_accept_commits_the_drafts_then_the_targets_token_at_the_simulated_position"),
     ("accept_counts_every_matching_draft", "every_match",
      "Counts every draft that matches the target, not only those before the first mismatch.",
+     "dspark_accept_counts_follow_the_simulated_length"),
+    ("accept_counts_at_most_8_drafts", "block_of_8",
+     "Compares only the first 8 drafts with the target, a block sized for 8, so a real count past 8 stops at 8.",
      "dspark_accept_counts_follow_the_simulated_length"),
     ("accept_parts_tie_to_the_highest_index", "tie_high",
      "Breaks a tie between the bonus's per-split maxima toward the highest token index.",

@@ -322,6 +322,21 @@ def fixed_mode_reads_candidates(accept_index, predict, num_correct_drafts, candi
     return out
 
 
+@register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id")
+def fixed_mode_leaves_minus_one(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Fixed mode takes a -1 in predict for padding and leaves it, instead of writing every slot."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode == REAL:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+    else:
+        predict.masked_fill_(predict != -1, base.FIXED)
+    return out
+
+
 @register("num_correct_drafts", "num_correct_drafts_is_length_minus_one")
 def counts_include_the_bonus(accept_index, predict, num_correct_drafts, candidates, target_predict,
                              bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):

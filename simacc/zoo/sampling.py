@@ -101,6 +101,37 @@ def multinomial_rounds_half_up(accept_index, predict, num_correct_drafts, candid
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
+@register("sampling distribution", "length_matches_the_documented_draw")
+def match_expected_weight_in_thousandths(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                         bs, spec_steps, simulate_acc_len, simulate_acc_method,
+                                         simulate_acc_token_mode):
+    """match-expected rounds hi's weight to 1/1000 before its one draw: a length near the edge of the
+    draw gets the other L."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    lo, hi, frac = _clamped(simulate_acc_len, width)
+    if simulate_acc_method == "match-expected" and lo != hi:
+        weight = round(frac, 3)
+        length = hi if torch.multinomial(torch.tensor([1 - weight, weight]), 1).item() else lo
+    else:
+        length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("sampling distribution", "length_matches_the_documented_draw")
+def gaussian_in_half_precision(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                               bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """multinomial draws its Gaussian in float16, where a draw near k + 0.5 rounds the other way."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method == "multinomial":
+        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu").half()
+        length = int(torch.round(torch.clamp(draw, 1, width)).item())
+    else:
+        length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
 # -- the generator: same law, different draws -------------------------------------------------
 
 
