@@ -10,7 +10,10 @@ the roots change from step to step. The engine's buffers outlive a step: ``predi
 flat buffer of ``capacity * D`` slots (request ``s`` owns ``s * D`` onwards, which the step's
 verification rewrites before the call), and with ``graphs`` every input is a static buffer
 of the capacity, sliced to the batch and rewritten in place before each step, as a captured
-CUDA graph's inputs are. Everything is made, and rewritten, in the runner's grad mode.
+CUDA graph's inputs are; a graph's replay (or a Triton kernel) writes with no autograd op, so
+with ``graphs`` every rewrite, of ``predict`` too, leaves the version counter where it was (a
+port that skips a write while the counter stands still is caught). Everything is made, and
+rewritten, in the runner's grad mode.
 
 Each step is held to the single-call claims, through the same oracles: at the exact level
 its outputs are the reference's from the same generator state (seeded for each step) and it
@@ -328,16 +331,21 @@ class ServingLoop(RuleBasedStateMachine):
 
     def inputs(self, values, statics):
         """The step's tensors (``{name: values}``): views of the static buffers, rewritten in
-        place, with ``graphs``; else new tensors."""
+        place with no autograd op (:meth:`unseen`), with ``graphs``; else new tensors."""
         if not self.knobs.get("graphs"):
             return {name: self.made(v) for name, v in values.items()}
         live = {}
         with grad_modes.entered(self.simacc.context):
             for name, v in values.items():
                 view = statics[name][: v.shape[0]]
-                view.copy_(v.to(view.device))
+                self.unseen(view).copy_(v.to(view.device))
                 live[name] = view
         return live
+
+    def unseen(self, tensor):
+        """Where a rewrite of ``tensor`` goes: with ``graphs``, its ``.data``, the same memory
+        under a version counter of its own, as a graph's replay writes it; else ``tensor``."""
+        return tensor.data if self.knobs.get("graphs") else tensor
 
     def check_statics(self, statics, before, written, step):
         """Each static buffer is unchanged outside the batch's rows (and a buffer the call
@@ -431,8 +439,8 @@ class SlotsLoop(ServingLoop):
             values[n["target"]] = tn.fill((bs, nodes), torch.int64, 0, k["vocab"], seed + 4)
         slots = (roots.long()[:, None] + torch.arange(nodes)).reshape(-1)
         with grad_modes.entered(self.simacc.context):  # verification writes the batch's slots
-            self.predict[slots.to(self.predict.device)] = tn.fill((bs * nodes,), torch.int32, *tn.INT32, seed + 5).to(
-                self.predict.device)
+            self.unseen(self.predict)[slots.to(self.predict.device)] = tn.fill(
+                (bs * nodes,), torch.int32, *tn.INT32, seed + 5).to(self.predict.device)
         predict_before = self.predict.cpu().clone()
         live = self.inputs(values, self.statics)
         before = {name: buffer.clone() for name, buffer in self.statics.items()}

@@ -26,6 +26,7 @@ from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support, vllm
+from simacc.strategies import vllm as sv
 
 SAMPLERS = ("vllm_v1", "vllm_v2")
 LAW_RATES = (0.9, 0.8, 0.7, 0.6, 0.2, 0.15)  # unconditional, K = 6; conditional 0.9, 0.89, 0.88, 0.86, 0.33, 0.75
@@ -50,9 +51,12 @@ def _seed(contract, r):
     return 7919 * r + 1 if contract == "vllm_v2" else None
 
 
+LONG_PROMPT = 1 << 26  # every request's prompt is longer: positions where float32 keeps every eighth integer (§17.1 bounds none)
+
+
 def _position(r):
-    """Request ``r``'s first position: far from every other request's."""
-    return 1009 * r + 17
+    """Request ``r``'s first position: far from every other request's, past :data:`LONG_PROMPT`."""
+    return LONG_PROMPT + 1009 * r + 17
 
 
 def _conditional(rates):
@@ -211,6 +215,18 @@ def v1_draws(case, device):
 @claim("vllm_v1", levels=("exact",), case=vllm.cases_for_impl())
 def test_vllm_v1_makes_v1s_generator_calls(simacc, case):
     """V1 exactly: its uniforms and exponentials from the calls §16.2 names, each generator left as those calls leave it (§16.2)."""
+    _check_v1_draws(simacc, case)
+
+
+@claim("vllm_v1", levels=("exact",), case=sv.v1_server_batches())
+def test_vllm_v1_a_servers_batch_makes_v1s_generator_calls(simacc, case):
+    """V1 exactly, in a batch of 1025 sampling requests each with a generator of its own: every one of them draws from its own (§16.2)."""
+    _check_v1_draws(simacc, case)
+
+
+def _check_v1_draws(simacc, case):
+    """The call's result and generators against §16.2's calls made by hand."""
+    __tracebackhide__ = True
     device = simacc.device
     uniforms, exponentials, generators, after = v1_draws(case, device)
     outcome = simacc.run(case)  # the runner seeds the device's default generator with case.seed

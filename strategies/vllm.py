@@ -231,8 +231,12 @@ def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=LONG_K, rate=None):
     placeholders, greedy rows, random uniforms, small ids."""
     _check_k("max_k", max_k, LONG_K)
     _check_rate(rate)
-    ks = st.integers(1, max_k) if max_k <= MAX_K else st.integers(1, MAX_K) | st.integers(MAX_K + 1, max_k)
-    return _decision_cases(sc.batch_sizes(min_bs, max_bs), ks, rate)
+    return _decision_cases(sc.batch_sizes(min_bs, max_bs), _ks(max_k), rate)
+
+
+def _ks(max_k):
+    """``K`` in ``[1, max_k]``, past :data:`MAX_K` in about one case in two when ``max_k`` is."""
+    return st.integers(1, max_k) if max_k <= MAX_K else st.integers(1, MAX_K) | st.integers(MAX_K + 1, max_k)
 
 
 @st.composite
@@ -302,13 +306,46 @@ def _v2_server_case():
                     16, 0)
 
 
+def v1_server_batches():
+    """V1's sampler's server batch: :data:`SERVER_BS` requests, every one sampling with a
+    generator of its own, of 0..4 drafts at the rates ``(0.9, 0.6, 0.4, 0.2)``, no
+    placeholders, a vocabulary of 16; seed 0. Built once a process, at its first draw."""
+    return st.deferred(lambda: st.sampled_from([_v1_server_case()]))
+
+
+@functools.lru_cache(maxsize=None)
+def _v1_server_case():
+    gen = torch.Generator().manual_seed(0)
+    counts = _counts(gen, "mixed", SERVER_BS, len(_SERVER_RATES))
+    tokens, vocab = sum(counts), 16
+    return V1Case(
+        draft_token_ids=TensorArg(torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).to(torch.int32)),
+        num_draft_tokens=_counts_arg(counts),
+        target_logits=TensorArg(torch.randn((tokens, vocab), generator=gen)),
+        bonus_token_ids=TensorArg(torch.randint(0, vocab, (SERVER_BS, 1), generator=gen, dtype=torch.int64)),
+        is_greedy=TensorArg(torch.zeros(SERVER_BS, dtype=torch.bool)),
+        generator_seeds=TensorArg(torch.arange(1, SERVER_BS + 1, dtype=torch.int64)),
+        synthetic_conditional_rates=TensorArg(ref.conditional_rates(unconditional_rates=_SERVER_RATES)),
+        seed=0,
+    )
+
+
 # -- the samplers, with their own random numbers (§16.2, §17) ----------------------------------------
 
 
-_VOCABS = st.sampled_from((16, 2, 5, 64))  # sampler cases carry (tokens, V) logits: small vocabularies
+_VOCABS = st.sampled_from((16, 2, 5, 64, 1500, 2500))  # sampler cases carry (tokens, V) logits: small vocabularies, or
+# now and then one past 1024 that is no multiple of it (a kernel's last vocabulary block partly filled), for a batch
+# of at most WIDE_VOCAB_BS requests of WIDE_VOCAB_K drafts, so that it costs little
+WIDE_VOCAB_BS = 2
+WIDE_VOCAB_K = 2
+_WIDE_KS = st.integers(1, WIDE_VOCAB_K)
+LOGIT_SCALES = st.sampled_from((1.0, 1e5))  # standard-normal logits, or as large as a low temperature makes them
+_LOGIT_LAYOUTS = st.sampled_from(("contiguous", "padded"))  # V2's logits: dense, or a vocabulary-padded buffer's rows
+LARGE_POSITION = 1 << 24  # V2's positions: below 2**20 from the start, or now and then past float32's exact integers
+_POSITIONS = st.sampled_from((0, LARGE_POSITION))
 
 
-def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
+def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=LONG_K, rate=None, masked=False):
     """Arguments of V1's sampler (:class:`~simacc.harness.model.cases.V1Case`), at least one request
     (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
@@ -316,23 +353,25 @@ def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     that refuse tokens (-inf, §15.4), each request's first, middle or last draft among them or
     about one in four, and every request or some with drafts. Shrinks toward B=1, K=1, rates
     of 0, greedy rows, none seeded (masked: full requests, the first draft refused)."""
-    _check_k("max_k", max_k)
+    _check_k("max_k", max_k, LONG_K)
     _check_rate(rate)
     if min_bs < 1:
         raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
-    return _v1_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate, masked)
+    return _v1_cases(sc.batch_sizes(min_bs, max_bs), min_bs, _ks(max_k), rate, masked)
 
 
 @st.composite
-def _v1_cases(draw, batch_sizes, ks, rate, masked):
+def _v1_cases(draw, batch_sizes, min_bs, ks, rate, masked):
     rows = draw(batch_sizes, label="B")
+    vocab = draw(_VOCABS, label="vocab")
+    rows, ks = _within_wide_vocab(rows, ks, vocab, min_bs)
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
     seeded = draw(_mode(SEEDED), label="seeded")
-    vocab = draw(_VOCABS, label="vocab")
+    scale = draw(LOGIT_SCALES, label="logit_scale")
     seed = draw(sc.seeds(), label="seed")
     gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, k)
@@ -343,7 +382,7 @@ def _v1_cases(draw, batch_sizes, ks, rate, masked):
     for r in chosen[seeded]:
         generator_seeds[r] = seed + 1 + r
     drafts = _place_holes(gen, drafts, counts, holes)
-    logits = torch.randn((tokens, vocab), generator=gen)
+    logits = torch.randn((tokens, vocab), generator=gen) * scale
     bonus = torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)
     is_greedy = _greedy(gen, greedy, rows)
     if masked:  # drawn last: the rest of the batch is the one an unmasked case of this seed holds
@@ -371,26 +410,39 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
-    return _v2_cases(sc.batch_sizes(min_bs, max_bs), st.integers(1, max_k), rate, masked)
+    return _v2_cases(sc.batch_sizes(min_bs, max_bs), min_bs, st.integers(1, max_k), rate, masked)
 
 
 @st.composite
-def _v2_cases(draw, batch_sizes, ks, rate, masked):
+def _v2_cases(draw, batch_sizes, min_bs, ks, rate, masked):
     rows = draw(batch_sizes, label="R")
+    vocab = draw(_VOCABS, label="vocab")
+    rows, ks = _within_wide_vocab(rows, ks, vocab, min_bs)
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
     holes = draw(_mode(PLACEHOLDERS), label="placeholders")
     greedy = draw(_mode(GREEDY), label="greedy")
-    vocab = draw(_VOCABS, label="vocab")
+    scale = draw(LOGIT_SCALES, label="logit_scale")
+    layout = draw(_LOGIT_LAYOUTS, label="logits_layout")
+    first = draw(_POSITIONS, label="first_position")
     seed = draw(sc.seeds(), label="seed")
     refused = draw(_mode(REFUSED), label="refused") if masked else None
-    return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused)
+    return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused, scale, layout, first)
 
 
-def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused=None):
+def _within_wide_vocab(rows, ks, vocab, min_bs):
+    """``(rows, ks)``; for a vocabulary past 64 at most :data:`WIDE_VOCAB_BS` requests (or
+    ``min_bs``) of at most :data:`WIDE_VOCAB_K` drafts, so that its logits stay small (a repro
+    file writes every one)."""
+    return (rows, ks) if vocab <= 64 else (max(min(rows, WIDE_VOCAB_BS), min_bs), _WIDE_KS)
+
+
+def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused=None, scale=1.0, layout="contiguous",
+             first=0):
     """V2's batch of these draws, its contents from ``seed``; ``refused``: where the target
-    refuses drafts (None: nowhere)."""
+    refuses drafts (None: nowhere); its logits times ``scale``, in ``layout``; each request's
+    first position ``first`` plus a draw below 2**20."""
     k = len(conditional)
     gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, k)
@@ -402,9 +454,9 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
     sampled = torch.randint(0, vocab, (logits,), generator=gen, dtype=torch.int64)
     is_draft = local > 0  # draft i of a request sits one place after its logit
     sampled[is_draft] = _place_holes(gen, sampled[is_draft], counts, holes)
-    starts = torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
+    starts = first + torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
     seeds = torch.randint(-(2**62), 2**62, (rows,), generator=gen, dtype=torch.int64)  # distinct but 1 in 1e11
-    target = torch.randn((logits, vocab), generator=gen)
+    target = torch.randn((logits, vocab), generator=gen) * scale
     is_greedy = _greedy(gen, greedy, rows)
     temperature = torch.where(is_greedy, 0.0, TEMPERATURES[torch.randint(0, len(TEMPERATURES), (rows,), generator=gen)])
     if refused is not None:  # drawn last, as in V1's
@@ -413,7 +465,7 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
         row_draft = torch.where(is_draft, sampled, -1).roll(-1)  # the row before a draft verifies it
         target = _refuse(gen, target, row_draft, refusing.roll(-1))
     return V2Case(
-        target_logits=TensorArg(target),
+        target_logits=TensorArg(target, layout),
         draft_sampled=TensorArg(sampled),
         cu_num_logits=TensorArg(cu),
         pos=TensorArg(starts[owner] + local),

@@ -105,8 +105,7 @@ def multinomial_rounds_half_up(accept_index, predict, num_correct_drafts, candid
 def match_expected_weight_in_thousandths(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                          bs, spec_steps, simulate_acc_len, simulate_acc_method,
                                          simulate_acc_token_mode):
-    """match-expected rounds hi's weight to 1/1000 before its one draw: a length near the edge of the
-    draw gets the other L."""
+    """match-expected rounds hi's weight to 1/1000 before its one draw, so near the draw's edge L differs."""
     width = spec_steps + 1
     base.check_length(simulate_acc_len)
     lo, hi, frac = _clamped(simulate_acc_len, width)

@@ -10,6 +10,7 @@ which any later call may update whatever its grad mode (CONTRACT.md §11.1).
 """
 
 import sys
+import weakref
 
 import torch
 
@@ -109,6 +110,29 @@ def length_cached_per_setting(accept_index, predict, num_correct_drafts, candida
     base.check_length(simulate_acc_len)
     return base.simulate(_LENGTHS[key], accept_index, predict, num_correct_drafts, candidates, target_predict, width,
                          simulate_acc_token_mode)
+
+
+_FILLED = {}  # id(predict) -> (the buffer, weakly; its version counter after the fill)
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def fill_skipped_while_the_version_stands(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                          bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                          simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Fixed mode skips refilling a predict whose version counter has not moved, as a graph's replay leaves it."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    num_correct_drafts.fill_(length - 1)
+    if simulate_acc_token_mode == base.REAL:
+        base.write_tokens(predict, out, candidates, target_predict, length)
+        return out
+    seen = _FILLED.get(id(predict))
+    if predict.is_inference() or seen is None or seen[0]() is not predict or seen[1] != predict._version:
+        predict.fill_(base.FIXED)
+        if not predict.is_inference():
+            _FILLED[id(predict)] = (weakref.ref(predict), predict._version)
+    return out
 
 
 _CAPTURED = {}

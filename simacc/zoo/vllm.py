@@ -882,3 +882,88 @@ def v2_counts_by_position(*, target_logits, draft_sampled, cu_num_logits, pos, t
     positions = pos.tolist()
     return _v2_from_counters(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                              synthetic_conditional_rates, lambda start, i: positions[start + i])
+
+
+# -- where the hunt's mutants found the cases narrower than the contract (docs/zoo.md) ------------------
+
+
+@register("mask", "vllm_rates_of_one_accept_every_real_draft")
+def v2_forbidden_test_in_half_precision(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """Looks for -inf in a float16 copy of the logits: a finite logit past float16's range (a low temperature's) reads as forbidden."""
+    start, logit, real, drafts = ref2.grid(draft_sampled, cu_num_logits, num_speculative_steps)
+    drafts = ref.forbid(drafts, target_logits.to(torch.float16), logit)
+    return _v2_walk_reading_no_logit(target_logits, drafts, start, logit, real, pos, temperature, seed,
+                                     synthetic_conditional_rates)
+
+
+@register("generator", "vllm_v1_makes_v1s_generator_calls")
+def v1_seeded_uniforms_redrawn_for_eight_drafts(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids,
+                                                is_greedy, generators, synthetic_conditional_rates):
+    """A seeded request's own generator redraws only its first 8 uniforms (a slice sized for the usual K); drafts 8 and on keep the default generator's."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    uniforms = torch.rand((sum(counts),), dtype=torch.float64, device=device)
+    first = [sum(counts[:r]) for r in range(len(counts))]
+    for r in sorted(generators):
+        if counts[r]:
+            uniforms[first[r] : first[r] + min(counts[r], 8)].uniform_(generator=generators[r])
+    return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
+               uniforms, lambda: ref.v1_recovered(counts, draft_token_ids, target_logits,
+                                                  ref.v1_exponentials(counts, target_logits.shape[1], generators, device)))
+
+
+def _whole_blocks_of_1024(logits):
+    """``logits`` with the columns past the last whole block of 1024 tokens made -inf (all kept below 1024)."""
+    kept = max(1024, logits.shape[1] // 1024 * 1024)
+    return logits.clone().index_fill_(1, torch.arange(kept, logits.shape[1], device=logits.device), -math.inf) \
+        if kept < logits.shape[1] else logits
+
+
+@register("vocabulary", "vllm_a_rejection_emits_the_targets_token")
+def v1_vocabulary_in_whole_blocks_of_1024(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids,
+                                          is_greedy, generators, synthetic_conditional_rates):
+    """Reads the target's vocabulary in whole blocks of 1024 tokens (a floor where a ceiling belongs): tokens past the last whole block are never the argmax."""
+    return ref.synthetic_rejection_sample(
+        draft_token_ids=draft_token_ids, num_draft_tokens=num_draft_tokens,
+        target_logits=_whole_blocks_of_1024(target_logits), bonus_token_ids=bonus_token_ids, is_greedy=is_greedy,
+        generators=generators, synthetic_conditional_rates=synthetic_conditional_rates)
+
+
+@register("vocabulary", "vllm_a_full_acceptance_emits_the_bonus")
+def v2_vocabulary_in_whole_blocks_of_1024(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                          num_speculative_steps, synthetic_conditional_rates):
+    """Takes the emitted token over whole blocks of 1024 tokens only: a greedy request never emits a token past the last whole block."""
+    start, logit, real, drafts = ref2.grid(draft_sampled, cu_num_logits, num_speculative_steps)
+    drafts = ref.forbid(drafts, target_logits, logit)
+    return _v2_walk_reading_no_logit(_whole_blocks_of_1024(target_logits), drafts, start, logit, real, pos,
+                                     temperature, seed, synthetic_conditional_rates)
+
+
+@register("stride", "vllm_a_rejection_emits_the_targets_token")
+def v2_logits_rows_without_their_stride(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                        num_speculative_steps, synthetic_conditional_rates):
+    """Addresses logit row i at i * V in the storage, as if the rows were dense: a vocabulary-padded buffer's rows are read shifted."""
+    rows, vocab = target_logits.shape
+    dense = torch.as_strided(target_logits, (rows, vocab), (vocab, 1), target_logits.storage_offset())
+    return _v2_reference(dense, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                         synthetic_conditional_rates)
+
+
+@register("independence", "vllm_accepted_count_follows_the_per_position_rates")
+def v2_positions_through_float32(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                 num_speculative_steps, synthetic_conditional_rates):
+    """Stages each position through float32 before keying its random numbers: past 2**24 neighbouring positions share one uniform."""
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos.to(torch.float32).to(pos.dtype), temperature,
+                         seed, num_speculative_steps, synthetic_conditional_rates)
+
+
+@register("generator", "vllm_v1_a_servers_batch_makes_v1s_generator_calls")
+def v1_generators_for_the_first_256_seeded_requests(*, draft_token_ids, num_draft_tokens, target_logits,
+                                                    bonus_token_ids, is_greedy, generators,
+                                                    synthetic_conditional_rates):
+    """Keeps a table of 256 generators (vLLM's default max_num_seqs): seeded requests past the 256th draw from the default generator."""
+    kept = dict(sorted(generators.items())[:256])
+    return ref.synthetic_rejection_sample(
+        draft_token_ids=draft_token_ids, num_draft_tokens=num_draft_tokens, target_logits=target_logits,
+        bonus_token_ids=bonus_token_ids, is_greedy=is_greedy, generators=kept,
+        synthetic_conditional_rates=synthetic_conditional_rates)
