@@ -37,7 +37,7 @@ _BOOLEANS = st.booleans()
 # integers(0, 0), not just(): a branch without a draw of its own would shrink first
 _NAN = st.integers(0, 0).map(lambda _: math.nan)
 # a length still to be put at the edge of the case's own draw (_at_the_draws_edge)
-_EDGE = "the edge of the draw"
+_AT_THE_EDGE = "the edge of the draw"
 
 
 class _Contents:
@@ -174,7 +174,7 @@ def _eagle_cases(draw, modes, batch_sizes, spec_steps, acc_lens, methods, root_l
         **{"candidates": None, "target_predict": None, **tensors},
         bs=bs,
         spec_steps=steps,
-        simulate_acc_len=_at_the_draws_edge(seed, method, width) if length == _EDGE else length,
+        simulate_acc_len=_at_the_draws_edge(seed, method, width) if length == _AT_THE_EDGE else length,
         simulate_acc_method=method,
         simulate_acc_token_mode=mode,
         seed=seed,
@@ -191,7 +191,7 @@ def _with_padding(values):
 def _lengths_of(width, positive=True):
     """The default lengths (:func:`~simacc.strategies.scalars.acc_lens`), and as often as each
     of their kinds a length at the edge of the case's own draw (:func:`_at_the_draws_edge`)."""
-    return sc.acc_lens(width, positive=positive, edge=_EDGE)
+    return sc.acc_lens(width, positive=positive, edge=_AT_THE_EDGE)
 
 
 EDGE = 2.0**-33  # how close to the edge of the draw a length there is
@@ -346,7 +346,7 @@ def _dflash_length(draw, block, method, seed):
     the case's own draw."""
     lengths = _lengths_of(block, positive=False)
     length = draw(lengths | _NAN if method == "match-expected" else lengths, label="simulate_acc_len")
-    return _at_the_draws_edge(seed, method, block) if length == _EDGE else length
+    return _at_the_draws_edge(seed, method, block) if length == _AT_THE_EDGE else length
 
 
 def _near_the_edge(seed, method, k):
