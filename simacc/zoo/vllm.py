@@ -710,6 +710,17 @@ def v2_rates_from_a_block_of_four(*, target_logits, draft_sampled, cu_num_logits
                          synthetic_conditional_rates[at])
 
 
+@register("rates", "vllm_accepted_count_follows_the_per_position_rates")
+def v2_rates_past_the_sixth_draft_scaled_down(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                              num_speculative_steps, synthetic_conditional_rates):
+    """Takes the conditional rates of drafts 6 and on (below 1) at four fifths, as a schedule tuned for K <= 6."""
+    rates = synthetic_conditional_rates.clone()
+    late = torch.arange(rates.shape[0], device=rates.device) >= 6
+    rates[late & (rates < 1)] *= 0.8
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                         rates)
+
+
 def _v2_last_token(sample, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
                    synthetic_conditional_rates):
     """V2's reference with each request's last token replaced by ``sample(rows, removed, stop)``:
