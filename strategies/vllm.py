@@ -338,7 +338,6 @@ _VOCABS = st.sampled_from((16, 2, 5, 64, 1500, 2500))  # sampler cases carry (to
 # of at most WIDE_VOCAB_BS requests of WIDE_VOCAB_K drafts, so that it costs little
 WIDE_VOCAB_BS = 2
 WIDE_VOCAB_K = 2
-_WIDE_KS = st.integers(1, WIDE_VOCAB_K)
 LOGIT_SCALES = st.sampled_from((1.0, 1e5))  # standard-normal logits, or as large as a low temperature makes them
 _LOGIT_LAYOUTS = st.sampled_from(("contiguous", "padded"))  # V2's logits: dense, or a vocabulary-padded buffer's rows
 LARGE_POSITION = 1 << 24  # V2's positions: below 2**20 from the start, or now and then past float32's exact integers
@@ -357,14 +356,14 @@ def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=LONG_K, rate=None, masked=False):
     _check_rate(rate)
     if min_bs < 1:
         raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
-    return _v1_cases(sc.batch_sizes(min_bs, max_bs), min_bs, _ks(max_k), rate, masked)
+    return _v1_cases(sc.batch_sizes(min_bs, max_bs), min_bs, _ks(max_k), _wide_ks(max_k), rate, masked)
 
 
 @st.composite
-def _v1_cases(draw, batch_sizes, min_bs, ks, rate, masked):
+def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     rows = draw(batch_sizes, label="B")
     vocab = draw(_VOCABS, label="vocab")
-    rows, ks = _within_wide_vocab(rows, ks, vocab, min_bs)
+    rows, ks = _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs)
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
@@ -410,14 +409,14 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
-    return _v2_cases(sc.batch_sizes(min_bs, max_bs), min_bs, st.integers(1, max_k), rate, masked)
+    return _v2_cases(sc.batch_sizes(min_bs, max_bs), min_bs, st.integers(1, max_k), _wide_ks(max_k), rate, masked)
 
 
 @st.composite
-def _v2_cases(draw, batch_sizes, min_bs, ks, rate, masked):
+def _v2_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     rows = draw(batch_sizes, label="R")
     vocab = draw(_VOCABS, label="vocab")
-    rows, ks = _within_wide_vocab(rows, ks, vocab, min_bs)
+    rows, ks = _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs)
     k = draw(ks, label="K")
     conditional = _rates(draw, k, rate)
     counts_mode = draw(_mode(FILLED if masked else COUNTS), label="counts")
@@ -431,11 +430,17 @@ def _v2_cases(draw, batch_sizes, min_bs, ks, rate, masked):
     return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused, scale, layout, first)
 
 
-def _within_wide_vocab(rows, ks, vocab, min_bs):
+def _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs):
     """``(rows, ks)``; for a vocabulary past 64 at most :data:`WIDE_VOCAB_BS` requests (or
-    ``min_bs``) of at most :data:`WIDE_VOCAB_K` drafts, so that its logits stay small (a repro
+    ``min_bs``) of ``wide_ks`` drafts (:func:`_wide_ks`), so that its logits stay small (a repro
     file writes every one)."""
-    return (rows, ks) if vocab <= 64 else (max(min(rows, WIDE_VOCAB_BS), min_bs), _WIDE_KS)
+    return (rows, ks) if vocab <= 64 else (max(min(rows, WIDE_VOCAB_BS), min_bs), wide_ks)
+
+
+@functools.lru_cache(maxsize=None)
+def _wide_ks(max_k):
+    """``K`` for a wide vocabulary: at most :data:`WIDE_VOCAB_K`, and at most ``max_k``."""
+    return st.integers(1, min(WIDE_VOCAB_K, max_k))
 
 
 def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused=None, scale=1.0, layout="contiguous",
