@@ -344,9 +344,14 @@ def _logits(gen, rows, classes):
 def _dflash_length(draw, block, method, seed):
     """A DFLASH length: zero and negatives too, NaN with ``match-expected``, and the edge of
     the case's own draw."""
-    lengths = _lengths_of(block, positive=False)
-    length = draw(lengths | _NAN if method == "match-expected" else lengths, label="simulate_acc_len")
+    length = draw(_dflash_lengths(block, method == "match-expected"), label="simulate_acc_len")
     return _at_the_draws_edge(seed, method, block) if length == _AT_THE_EDGE else length
+
+
+@functools.lru_cache(maxsize=None)
+def _dflash_lengths(block, nan):
+    lengths = _lengths_of(block, positive=False)
+    return lengths | _NAN if nan else lengths
 
 
 def _near_the_edge(seed, method, k):

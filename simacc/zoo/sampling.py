@@ -24,6 +24,15 @@ def _clamped(x, width):
     return lo, (lo + 1 if lo < width else lo), float(x - lo)
 
 
+def _gaussian(x, method, width, length_of):
+    """``L`` with ``multinomial``'s one Gaussian draw (on the CPU generator, as documented) turned
+    into a length by ``length_of(draw)``, the mutant's mistake; any other method as documented."""
+    if method != "multinomial":
+        return base.sample(x, method, width)
+    base.check_length(x)
+    return length_of(torch.normal(mean=x, std=1.0, size=(1,), device="cpu"))
+
+
 # -- bounds ---------------------------------------------------------------------------------
 
 
@@ -78,12 +87,7 @@ def multinomial_truncates(accept_index, predict, num_correct_drafts, candidates,
                           bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """multinomial truncates the clamped Gaussian draw with int() instead of rounding it."""
     width = spec_steps + 1
-    if simulate_acc_method == "multinomial":
-        base.check_length(simulate_acc_len)
-        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu")
-        length = int(torch.clamp(draw, 1, width).item())
-    else:
-        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    length = _gaussian(simulate_acc_len, simulate_acc_method, width, lambda draw: int(torch.clamp(draw, 1, width).item()))
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
@@ -92,12 +96,8 @@ def multinomial_rounds_half_up(accept_index, predict, num_correct_drafts, candid
                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """multinomial rounds the clamped Gaussian draw half up, floor(v + 0.5), not half to even: 2.5 gives 3."""
     width = spec_steps + 1
-    if simulate_acc_method == "multinomial":
-        base.check_length(simulate_acc_len)
-        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu")
-        length = math.floor(torch.clamp(draw, 1, width).item() + 0.5)
-    else:
-        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    length = _gaussian(simulate_acc_len, simulate_acc_method, width,
+                       lambda draw: math.floor(torch.clamp(draw, 1, width).item() + 0.5))
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
@@ -122,12 +122,8 @@ def gaussian_in_half_precision(accept_index, predict, num_correct_drafts, candid
                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """multinomial draws its Gaussian in float16, where a draw near k + 0.5 rounds the other way."""
     width = spec_steps + 1
-    base.check_length(simulate_acc_len)
-    if simulate_acc_method == "multinomial":
-        draw = torch.normal(mean=simulate_acc_len, std=1.0, size=(1,), device="cpu").half()
-        length = int(torch.round(torch.clamp(draw, 1, width)).item())
-    else:
-        length = sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, width)
+    length = _gaussian(simulate_acc_len, simulate_acc_method, width,
+                       lambda draw: int(torch.round(torch.clamp(draw.half(), 1, width)).item()))
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
