@@ -337,6 +337,7 @@ _VOCABS = st.sampled_from((16, 2, 5, 64, 1500, 2500))  # sampler cases carry (to
 # now and then one past 1024 that is no multiple of it (a kernel's last vocabulary block partly filled), for a batch
 # of at most WIDE_VOCAB_BS requests of WIDE_VOCAB_K drafts, so that it costs little
 WIDE_VOCAB_BS = 2
+VOCAB_BLOCK = 1024  # a vocabulary past it ends in a partly filled block (_target_logits)
 WIDE_VOCAB_K = 2
 LOGIT_SCALES = st.sampled_from((1.0, 1e5))  # standard-normal logits, or as large as a low temperature makes them
 _LOGIT_LAYOUTS = st.sampled_from(("contiguous", "padded"))  # V2's logits: dense, or a vocabulary-padded buffer's rows
@@ -381,7 +382,7 @@ def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     for r in chosen[seeded]:
         generator_seeds[r] = seed + 1 + r
     drafts = _place_holes(gen, drafts, counts, holes)
-    logits = torch.randn((tokens, vocab), generator=gen) * scale
+    logits = _target_logits(gen, tokens, vocab, scale)
     bonus = torch.randint(0, vocab, (rows, 1), generator=gen, dtype=torch.int64)
     is_greedy = _greedy(gen, greedy, rows)
     if masked:  # drawn last: the rest of the batch is the one an unmasked case of this seed holds
@@ -409,7 +410,8 @@ def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
     K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
-    return _v2_cases(sc.batch_sizes(min_bs, max_bs), min_bs, st.integers(1, max_k), _wide_ks(max_k), rate, masked)
+    return _v2_cases(sc.batch_sizes(min_bs, max_bs), max(min_bs, min(1, max_bs)), st.integers(1, max_k), _wide_ks(max_k),
+                     rate, masked)
 
 
 @st.composite
@@ -430,10 +432,28 @@ def _v2_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused, scale, layout, first)
 
 
+def _target_logits(gen, rows, vocab, scale):
+    """``(rows, vocab)`` standard-normal logits times ``scale``. Past a whole block of
+    :data:`VOCAB_BLOCK` tokens, about half the rows have their largest logit swapped into the
+    last, partly filled block: by chance a third or a fifth of them would put it there, too few
+    in a check's few wide cases for a port that reads whole blocks only to emit a token it
+    should not."""
+    logits = torch.randn((rows, vocab), generator=gen) * scale
+    last = vocab // VOCAB_BLOCK * VOCAB_BLOCK
+    if not VOCAB_BLOCK <= last < vocab or not rows:
+        return logits
+    moved = torch.nonzero(torch.rand(rows, generator=gen) < 0.5).flatten()
+    into = torch.randint(last, vocab, (rows,), generator=gen)[moved]
+    top = logits[moved].argmax(dim=1)
+    logits[moved, top], logits[moved, into] = logits[moved, into], logits[moved, top]
+    return logits
+
+
 def _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs):
     """``(rows, ks)``; for a vocabulary past 64 at most :data:`WIDE_VOCAB_BS` requests (or
     ``min_bs``) of ``wide_ks`` drafts (:func:`_wide_ks`), so that its logits stay small (a repro
-    file writes every one)."""
+    file writes every one), and at least ``min_bs`` (the callers ask one where they may: an
+    empty batch has no logits to be wide)."""
     return (rows, ks) if vocab <= 64 else (max(min(rows, WIDE_VOCAB_BS), min_bs), wide_ks)
 
 
@@ -461,7 +481,7 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
     sampled[is_draft] = _place_holes(gen, sampled[is_draft], counts, holes)
     starts = first + torch.randint(0, 1 << 20, (rows,), generator=gen, dtype=torch.int64)
     seeds = torch.randint(-(2**62), 2**62, (rows,), generator=gen, dtype=torch.int64)  # distinct but 1 in 1e11
-    target = torch.randn((logits, vocab), generator=gen) * scale
+    target = _target_logits(gen, logits, vocab, scale)
     is_greedy = _greedy(gen, greedy, rows)
     temperature = torch.where(is_greedy, 0.0, TEMPERATURES[torch.randint(0, len(TEMPERATURES), (rows,), generator=gen)])
     if refused is not None:  # drawn last, as in V1's

@@ -174,3 +174,19 @@ def test_a_reordered_batch_holds_the_same_requests(strategy):
     call = ref2.synthetic_rejection_sample_v2 if isinstance(batch, V2Case) else ref.synthetic_accept
     tokens = [vllm.emitted(case, SimpleNamespace(returned=call(**case.args("cpu")))) for case in (batch, again)]
     assert [tokens[0][r] for r in order] == tokens[1]
+
+
+def test_a_v2_batch_with_a_wide_vocabulary_is_never_empty():
+    def empty_and_wide(case):
+        rows, vocab = case.target_logits.values.shape
+        return vocab > sv.VOCAB_BLOCK and rows == 0
+
+    assert not reaches(sv.v2_cases(), empty_and_wide)
+
+
+def test_target_logits_move_a_rows_largest_logit_by_swapping_it():
+    plain = torch.randn((400, 1500), generator=torch.Generator().manual_seed(7))
+    moved = sv._target_logits(torch.Generator().manual_seed(7), 400, 1500, 1.0)
+    assert torch.equal(moved.sort(dim=1).values, plain.sort(dim=1).values)
+    share = float((moved.argmax(dim=1) >= sv.VOCAB_BLOCK).double().mean())
+    assert 0.55 < share < 0.8  # half moved, and a third of the rest there by chance
