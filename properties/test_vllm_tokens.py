@@ -97,7 +97,7 @@ def test_vllm_rates_of_zero_accept_no_draft(simacc, case):
         check(len(tokens) == 1, f"the drafts request {req.index} accepted, every rate 0", len(tokens) - 1, 0, case)
 
 
-@claim("vllm_decision", case=cases)
+@claim("vllm_decision", case=vllm.cases_for_impl(min_bs=1))
 def test_vllm_decision_is_exact_given_the_uniforms(simacc, case):
     """The decision's output, every byte: draft i accepted while real and u_i < c_i, compared in float64 (§16.1)."""
     _check_decision(case, simacc.run(case))

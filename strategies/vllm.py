@@ -26,7 +26,10 @@ GREEDY = ("greedy", "random", "mixed")
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
 REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
 FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
-UNIFORMS = ("random", "edges")  # edges: exactly the rate (rejects), just below it (accepts), 0
+# edges, in two cases of three: at the rate or the next value up (rejects), just below it (accepts), 0
+UNIFORMS = ("edges", "random", "edges")
+# the uniforms' dtype: V1's float64, or a narrower one, compared with the float32 rates in the wider (§16.1)
+UNIFORM_DTYPES = (torch.float64, torch.float16, torch.bfloat16, torch.float32)
 SEEDED = ("none", "some", "all")  # V1: which requests have generators of their own
 
 _EDGE_RATES = (0.0, 1.0, 0.5, 0.25, 0.75, 0.9, 0.1)
@@ -189,18 +192,25 @@ def _refused(gen, drafts, counts, mode):
     return (_place_holes(gen, drafts, counts, mode) == -1) & (drafts >= 0)
 
 
-_BELOW_ONE = float(torch.nextafter(torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)))
+def _uniforms(gen, counts, conditional, mode, dtype):
+    """One uniform in ``[0, 1)`` of ``dtype`` for each draft: random, or at its rate's edge.
 
-
-def _edge_uniforms(gen, counts, conditional):
-    """For each draft: exactly its rate (rejected, the test being ``u < c``), the float64 just
-    below it (accepted where the rate is above 0), or 0; never 1, which no uniform in [0, 1)
-    takes."""
-    cols = torch.cat([torch.arange(n) for n in counts]) if sum(counts) else torch.zeros(0, dtype=torch.int64)
-    rate = conditional.to(torch.float64)[cols]
-    below = torch.nextafter(rate, torch.zeros_like(rate))
-    pick = torch.randint(0, 3, rate.shape, generator=gen)
-    return torch.where(pick == 0, rate, torch.where(pick == 1, below, 0.0)).clamp(max=_BELOW_ONE)
+    At the edge, each is the smallest ``dtype`` value at or above its rate (rejected, the test
+    being ``u < c``), the largest below it (accepted where the rate is above 0), or 0. In a
+    dtype narrower than the rates' float32, the rate itself is often not a value: a port that
+    compares in the uniforms' dtype rounds it onto one of them. Never 1, which no uniform takes."""
+    if mode == "random":
+        chosen = torch.rand(sum(counts), generator=gen, dtype=torch.float64).to(dtype)
+    else:
+        cols = torch.cat([torch.arange(n) for n in counts]) if sum(counts) else torch.zeros(0, dtype=torch.int64)
+        rate = conditional.to(torch.float64)[cols]
+        at = rate.to(dtype)
+        at = torch.where(at.to(torch.float64) < rate, torch.nextafter(at, torch.ones_like(at)), at)
+        below = torch.nextafter(at, torch.zeros_like(at))
+        pick = torch.randint(0, 3, rate.shape, generator=gen)
+        chosen = torch.where(pick == 0, at, torch.where(pick == 1, below, torch.zeros_like(at)))
+    one = torch.ones((), dtype=dtype)
+    return chosen.clamp(max=torch.nextafter(one, torch.zeros_like(one)))
 
 
 def _rates(draw, k, rate):
@@ -226,9 +236,9 @@ def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=LONG_K, rate=None):
     ``[min_bs, max_bs]`` (a server's sizes past 256 included), ``K`` in ``[1, max_k]`` (past
     :data:`MAX_K` in about one case in two, so that a kernel sized for 8 drafts shows), 0..K
     drafts per request, -1 placeholders first, in the middle, last or scattered, greedy, random
-    or mixed rows, uniforms random or at the rates' edges, token ids up to int32's; every
-    unconditional rate ``rate`` when given. Shrinks toward B=1, K=1, rates of 0, no
-    placeholders, greedy rows, random uniforms, small ids."""
+    or mixed rows, uniforms random or at the rates' edges (float64 as V1's, or a narrower float),
+    token ids up to int32's; every unconditional rate ``rate`` when given. Shrinks toward B=1,
+    K=1, rates of 0, no placeholders, greedy rows, float64 uniforms at the edges, small ids."""
     _check_k("max_k", max_k, LONG_K)
     _check_rate(rate)
     return _decision_cases(sc.batch_sizes(min_bs, max_bs), _ks(max_k), rate)
@@ -237,6 +247,9 @@ def decision_cases(*, min_bs=0, max_bs=MAX_BS, max_k=LONG_K, rate=None):
 def _ks(max_k):
     """``K`` in ``[1, max_k]``, past :data:`MAX_K` in about one case in two when ``max_k`` is."""
     return st.integers(1, max_k) if max_k <= MAX_K else st.integers(1, MAX_K) | st.integers(MAX_K + 1, max_k)
+
+
+_UNIFORM_DTYPES = st.just(UNIFORM_DTYPES[0]) | st.sampled_from(UNIFORM_DTYPES[1:])  # V1's in half the cases
 
 
 @st.composite
@@ -249,10 +262,12 @@ def _decision_cases(draw, batch_sizes, ks, rate):
     greedy = draw(_mode(GREEDY), label="greedy")
     uniforms = draw(_mode(UNIFORMS), label="uniforms")
     vocab = draw(sc.vocab_sizes(), label="vocab")
-    return _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, draw(sc.seeds(), label="seed"))
+    seed = draw(sc.seeds(), label="seed")
+    return _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, seed,
+                          draw(_UNIFORM_DTYPES, label="uniform_dtype"))
 
 
-def _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, seed):
+def _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, vocab, seed, uniform_dtype=torch.float64):
     """The decision's batch of these draws, its contents from ``seed``."""
     gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, len(conditional))
@@ -261,8 +276,7 @@ def _decision_case(rows, conditional, counts_mode, holes, greedy, uniforms, voca
     return DecisionCase(
         draft_token_ids=TensorArg(_place_holes(gen, drafts, counts, holes)),
         num_draft_tokens=_counts_arg(counts),
-        uniform_probs=TensorArg(torch.rand(tokens, generator=gen, dtype=torch.float64) if uniforms == "random"
-                                else _edge_uniforms(gen, counts, conditional)),
+        uniform_probs=TensorArg(_uniforms(gen, counts, conditional, uniforms, uniform_dtype)),
         synthetic_conditional_rates=TensorArg(conditional),
         target_argmax=TensorArg(torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64)),
         recovered_token_ids=TensorArg(torch.randint(0, vocab, (tokens,), generator=gen, dtype=torch.int64).int()),

@@ -26,7 +26,7 @@ from simacc.commands import cli
 from simacc.harness.config import profiles
 from simacc.harness.config.contracts import CONTRACTS
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import DflashCase, EagleCase, TensorArg
+from simacc.harness.model.cases import DecisionCase, DflashCase, EagleCase, TensorArg
 from simacc.harness.processes import watch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -426,7 +426,14 @@ def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
         simulate_acc_len=float("nan"), simulate_acc_method="match-expected", simulate_acc_token_mode="real-draft-token",
         next_token_logits=TensorArg(logits, "transposed"), seed=0,
     )
-    for case in (eagle, dflash):
+    ints = lambda *values: TensorArg(torch.tensor(values))  # noqa: E731
+    decisions = [DecisionCase(
+        draft_token_ids=TensorArg(torch.tensor([3, -1], dtype=torch.int32)), num_draft_tokens=ints(2),
+        uniform_probs=TensorArg(torch.tensor([0.2998, 6e-8], dtype=dtype)),
+        synthetic_conditional_rates=TensorArg(torch.tensor([0.3, 0.1])), target_argmax=ints(1, 2),
+        recovered_token_ids=ints(4, 5), bonus_token_ids=ints([6]), is_greedy=TensorArg(torch.tensor([True])),
+    ) for dtype in (torch.float16, torch.bfloat16)]
+    for case in (eagle, dflash, *decisions):
         _same_case(reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))), case)
     assert reprofile.parse(json.dumps(_document())).case.seed == 2**64 - 1
 
@@ -473,6 +480,8 @@ INVALID = {
     "float in an int tensor": (_edit(_INDEX, "values", [0, -1, 3, 0.5]), "non-integer value"),
     "bool in an int tensor": (_edit(_INDEX, "values", [0, -1, 3, True]), "non-integer value"),
     "value out of int32 range": (_edit(_INDEX, "values", [0, -1, 2**31, -1]), "outside the int32 range"),
+    "value out of float16 range": (lambda doc: _edit(_INDEX, "values", [0.0, -1.0, 3.0, 65536.0])(
+        json.loads(_edit(_INDEX, "dtype", "float16")(doc))), "outside the float16 range"),
     "bare NaN": (lambda doc: json.dumps(doc).replace('"simulate_acc_len": 1.5', '"simulate_acc_len": NaN'), "bare NaN is not JSON"),
     "string seed": (_edit(_FIELDS, "seed", "0"), "field 'seed' must be a 64-bit integer"),
     "duplicate field": (lambda doc: json.dumps(doc)[:-1] + ', "device": "cuda"}', "field 'device' appears twice"),

@@ -296,6 +296,19 @@ def compares_in_float32(*, draft_token_ids, num_draft_tokens, uniform_probs, syn
                      target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
 
 
+@register("dtype", "vllm_decision_is_exact_given_the_uniforms")
+def compares_in_the_uniforms_dtype(*, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                                   target_argmax, recovered_token_ids, bonus_token_ids, is_greedy):
+    """Compares u < c in the uniforms' dtype, not the wider: a float16 uniform just below its rate is rejected where the rate rounds down onto it."""
+
+    def mistake(flat, real, drafts, uniforms, rates, rejected, bonus):
+        accepted = ref.walk(drafts, real, uniforms, rates.to(uniforms.dtype))
+        return ref.emit(accepted, real.sum(1), drafts, rejected, bonus)
+
+    return _decision(mistake, draft_token_ids, num_draft_tokens, uniform_probs, synthetic_conditional_rates,
+                     target_argmax, recovered_token_ids, bonus_token_ids, is_greedy)
+
+
 @register("tokens", "vllm_one_token_follows_the_accepted_drafts")
 def request_without_drafts_emits_nothing(*, draft_token_ids, num_draft_tokens, uniform_probs,
                                          synthetic_conditional_rates, target_argmax, recovered_token_ids,

@@ -18,12 +18,13 @@ from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.harness.config import contracts
 
 LAYOUTS = ("contiguous", "transposed", "strided", "offset", "padded")
-DTYPES = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
-          "bool": torch.bool}
+DTYPES = {"int32": torch.int32, "int64": torch.int64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float32": torch.float32, "float64": torch.float64, "bool": torch.bool}
 _PAD = -7  # fills the gaps of non-contiguous buffers; a wrong stride reads it
 PADDED_COLUMNS = 3  # a padded layout's extra columns: odd, so that no row of the buffer starts at a multiple of the view's
 _INTEGERS = (torch.int32, torch.int64)
 _VLLM_FLOATS = (torch.float32, torch.float64)
+_UNIFORM_FLOATS = (torch.float16, torch.bfloat16, *_VLLM_FLOATS)  # the decision's uniforms: any float (§16.1)
 _TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
 
 
@@ -519,7 +520,7 @@ class DecisionCase(_V1Batch):
     token_fields = ("draft_token_ids", "target_argmax")
 
     def _arguments_problem(self):
-        return self._batch_problem(("draft_token_ids", (), _INTEGERS), ("uniform_probs", (), _VLLM_FLOATS),
+        return self._batch_problem(("draft_token_ids", (), _INTEGERS), ("uniform_probs", (), _UNIFORM_FLOATS),
                                    ("target_argmax", (), _INTEGERS), ("recovered_token_ids", (), _INTEGERS))
 
 

@@ -49,7 +49,6 @@ OPTIONAL_KEYS = {"level": "exact", "context": None}  # later additions: a file w
 TENSOR_KEYS = ("dtype", "shape", "layout", "values")
 NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_RANGE = {torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1)}
-_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _ID = re.compile(r"[a-z0-9_]{1,200}")
 MAX_DIGITS = 40  # an integer literal longer than this is no field of a case (Python would refuse 4300)
 
@@ -246,8 +245,9 @@ def _decode_tensor(obj, name, budget):
             raise ReproError(f"{what} holds a value outside the {obj['dtype']} range")
     else:
         values = [_decode_float(v, f"a value of {what}") for v in values]
-        if dtype == torch.float32 and any(math.isfinite(v) and abs(v) > _FLOAT32_MAX for v in values):
-            raise ReproError(f"{what} holds a value outside the float32 range")
+        most = torch.finfo(dtype).max
+        if any(math.isfinite(v) and abs(v) > most for v in values):
+            raise ReproError(f"{what} holds a value outside the {obj['dtype']} range")
     try:
         return TensorArg(torch.tensor(values, dtype=dtype).reshape(shape), obj["layout"]), numel
     except ValueError as e:
