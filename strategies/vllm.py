@@ -351,8 +351,8 @@ _VOCABS = st.sampled_from((16, 2, 5, 64, 1500, 2500))  # sampler cases carry (to
 # now and then one past 1024 that is no multiple of it (a kernel's last vocabulary block partly filled), for a batch
 # of at most WIDE_VOCAB_BS requests of WIDE_VOCAB_K drafts, so that it costs little
 WIDE_VOCAB_BS = 2
-VOCAB_BLOCK = 1024  # a vocabulary past it ends in a partly filled block (_target_logits)
 WIDE_VOCAB_K = 2
+VOCAB_BLOCK = 1024  # a vocabulary past it ends in a partly filled block (_target_logits)
 LOGIT_SCALES = st.sampled_from((1.0, 1e5))  # standard-normal logits, or as large as a low temperature makes them
 _LOGIT_LAYOUTS = st.sampled_from(("contiguous", "padded"))  # V2's logits: dense, or a vocabulary-padded buffer's rows
 LARGE_POSITION = 1 << 24  # V2's positions: below 2**20 from the start, or now and then past float32's exact integers
