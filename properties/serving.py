@@ -9,8 +9,8 @@ batch unchanged (``step``). So ``bs`` and
 the roots change from step to step. The engine's buffers outlive a step: ``predict`` is one
 flat buffer of ``capacity * D`` slots (request ``s`` owns ``s * D`` onwards, which the step's
 verification rewrites before the call), and with ``graphs`` every input is a static buffer
-of the capacity, sliced to the batch and rewritten in place before each step, as a captured
-CUDA graph's inputs are; a graph's replay (or a Triton kernel) writes with no autograd op, so
+of the capacity, sliced to the batch (the same view whenever a batch size comes back) and
+rewritten in place before each step, as a captured CUDA graph's inputs are; a graph's replay (or a Triton kernel) writes with no autograd op, so
 with ``graphs`` every rewrite, of ``predict`` too, leaves the version counter where it was (a
 port that skips a write while the counter stands still is caught). Everything is made, and
 rewritten, in the runner's grad mode.
@@ -139,6 +139,7 @@ class ServingLoop(RuleBasedStateMachine):
         self.steps = []
         self.running = []  # the running requests' slots, in batch order
         self.held = []  # (what, alias, copy) of every output the engine still reads (support.held)
+        self.views = {}  # with graphs: (input, batch size) -> the view of its static buffer (inputs)
         self.count = 0
         self.bursts = 0
         self.in_burst = False
@@ -330,14 +331,17 @@ class ServingLoop(RuleBasedStateMachine):
         return self.made(tn.fill(shape, dtype, *(tn.INT32 if dtype == torch.int32 else tn.WIDE), seed))
 
     def inputs(self, values, statics):
-        """The step's tensors (``{name: values}``): views of the static buffers, rewritten in
-        place with no autograd op (:meth:`unseen`), with ``graphs``; else new tensors."""
+        """The step's tensors (``{name: values}``): with ``graphs``, views of the static buffers
+        rewritten in place with no autograd op (:meth:`unseen`), one view a batch size, made at
+        its first step and passed again whenever the size comes back, as an engine keeps the
+        views its graphs were captured with (a port that remembers its inputs by the object,
+        ``id()``, gets the same one back with new values); else new tensors."""
         if not self.knobs.get("graphs"):
             return {name: self.made(v) for name, v in values.items()}
         live = {}
         with grad_modes.entered(self.simacc.context):
             for name, v in values.items():
-                view = statics[name][: v.shape[0]]
+                view = self.views.setdefault((name, v.shape[0]), statics[name][: v.shape[0]])
                 self.unseen(view).copy_(v.to(view.device))
                 live[name] = view
         return live

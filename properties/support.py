@@ -483,6 +483,8 @@ def check_index_type(outcome, case, inputs):
 
 
 HELD_CALLS = 8  # calls whose results one example holds: a pool of up to 7 buffers is caught
+# and in a case whose seed is a multiple of LONG_EVERY (about one in ten, 0 among them): a pool of up to 64
+LONG_HELD_CALLS, LONG_EVERY = 65, 16
 
 
 def check_fresh_result(outcome, earlier, case):
@@ -504,16 +506,20 @@ def check_fresh_result(outcome, earlier, case):
 
 
 def check_fresh_across_calls(simacc, case):
-    """:data:`HELD_CALLS` calls of ``case``, every result held as a caller that has dropped it
+    """:data:`HELD_CALLS` calls of ``case`` (:data:`LONG_HELD_CALLS` for some seeds: a server's
+    pool of output buffers can be deep), every result held as a caller that has dropped it
     holds it (:func:`held`): each is fresh (:func:`check_fresh_result`) against all the
-    earlier ones, which keep their values."""
+    earlier ones, which keep their values (checked after every call, or after the last of a
+    long run)."""
     __tracebackhide__ = True
     kept = []
-    for _ in range(HELD_CALLS):
+    calls = LONG_HELD_CALLS if case.seed % LONG_EVERY == 0 else HELD_CALLS
+    for number in range(1, calls + 1):
         outcome = simacc.run(case)
         check_fresh_result(outcome, [alias for alias, _ in kept], case)
-        for back, (alias, copy) in enumerate(reversed(kept), 1):
-            check_equal(f"the index of the call {back} before this one (still held)", alias, copy, case)
+        if calls == HELD_CALLS or number == calls:
+            for back, (alias, copy) in enumerate(reversed(kept), 1):
+                check_equal(f"the index of the call {back} before this one (still held)", alias, copy, case)
         kept.append(held(outcome.returned))
         del outcome  # the result object itself is not kept: only what a caller keeps of it
 

@@ -19,6 +19,7 @@ from simacc.zoo import base, dflash, functional, kernel
 from simacc.zoo.base import register
 
 POOL = 4  # output buffers a pool hands out in turn
+DEEP_POOL = 32  # ... and a pool as deep as a server's steps in flight might be
 GRAPH_ROWS = 8192  # rows of a pool's buffers (a server's --cuda-graph-max-bs), past every batch: a failure at any start
 WRAP = 4  # calls a captured length lasts
 ROWS = 512  # rows a block of the blocked kernel covers
@@ -40,12 +41,28 @@ def index_from_a_pool_of_buffers(accept_index, predict, num_correct_drafts, cand
                                  bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Returns views of four static output buffers in turn, so the fifth call overwrites the first's result."""
+    return _from_pool(POOL, accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("serving", "result_is_fresh_across_calls")
+def index_from_a_deep_pool_of_buffers(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                      bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                      simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Returns views of 32 static output buffers in turn, so the 33rd call overwrites the first's result."""
+    return _from_pool(DEEP_POOL, accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+def _from_pool(size, accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+               simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """The call, its index written into the next of ``size`` static output buffers."""
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    pool = _POOLS.get((width, accept_index.device))
+    pool = _POOLS.get((size, width, accept_index.device))
     if pool is None:  # sized for the largest batch a graph is captured for, as a graph's outputs are
-        pool = _POOLS[(width, accept_index.device)] = [_kept((GRAPH_ROWS, width), torch.int32, accept_index.device)
-                                                         for _ in range(POOL)]
+        pool = _POOLS[(size, width, accept_index.device)] = [
+            _kept((GRAPH_ROWS, width), torch.int32, accept_index.device) for _ in range(size)]
     pool.append(pool.pop(0))
     out = pool[-1][:bs]
     out.copy_(base.index(accept_index[:, 0], length, width))
@@ -89,6 +106,20 @@ def index_cached_per_buffer_with_its_roots(accept_index, predict, num_correct_dr
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
     key = (accept_index.data_ptr(), tuple(accept_index.shape), length, accept_index.device)
+    if key not in _INDEXES:
+        _INDEXES[key] = base.index(accept_index[:, 0], length, width).clone()
+    out = _INDEXES[key].clone()
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def index_cached_per_input_object(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                  bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Caches the index per input tensor object (``id``), shape and L, so a view refilled in place gets stale roots."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    key = (id(accept_index), tuple(accept_index.shape), length, accept_index.device)
     if key not in _INDEXES:
         _INDEXES[key] = base.index(accept_index[:, 0], length, width).clone()
     out = _INDEXES[key].clone()
