@@ -103,13 +103,8 @@ def index_cached_per_buffer_with_its_roots(accept_index, predict, num_correct_dr
                                            bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
                                            simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Caches the index per input buffer, shape and L, roots included, so a rewritten buffer gets stale roots."""
-    width = spec_steps + 1
-    length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    key = (accept_index.data_ptr(), tuple(accept_index.shape), length, accept_index.device)
-    if key not in _INDEXES:
-        _INDEXES[key] = base.index(accept_index[:, 0], length, width).clone()
-    out = _INDEXES[key].clone()
-    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+    return _from_cache(torch.Tensor.data_ptr, accept_index, predict, num_correct_drafts, candidates, target_predict,
+                       spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
 @register("serving", "serving_loop_conforms_at_every_step")
@@ -117,9 +112,16 @@ def index_cached_per_input_object(accept_index, predict, num_correct_drafts, can
                                   bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
                                   simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Caches the index per input tensor object (``id``), shape and L, so a view refilled in place gets stale roots."""
+    return _from_cache(id, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
+                       simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+def _from_cache(key_of, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
+                simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """The call, its index cached per ``key_of(accept_index)``, shape and L."""
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    key = (id(accept_index), tuple(accept_index.shape), length, accept_index.device)
+    key = (key_of(accept_index), tuple(accept_index.shape), length, accept_index.device)
     if key not in _INDEXES:
         _INDEXES[key] = base.index(accept_index[:, 0], length, width).clone()
     out = _INDEXES[key].clone()
