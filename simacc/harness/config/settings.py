@@ -201,7 +201,8 @@ OPTIONS = {
         Option("timeout", positive_number("seconds"), f"per-call time limit in seconds (default {DEFAULT_TIMEOUT:g})",
                "S"),
         Option("fixed_token_id", fixed_token_id, "the id fixed mode must write, in every contract (default 100; "
-               "sglang-jax writes 32)", "N", fallback="SGLANG_SIMULATE_ACC_TOKEN_ID"),
+               "sglang-jax writes 32): the id the implementation is built or set to write; it sets nothing in it",
+               "N", fallback="SGLANG_SIMULATE_ACC_TOKEN_ID"),
         Option("tokenizer", _path, "the served model's tokenizer.json (read locally, never fetched): check that the "
                "fixed id decodes to visible text in it (needs the tokenizers package)", "PATH"),
         Option("xfails", _path, "file of property ids expected to fail, one a line, '#' comments", "FILE"),
