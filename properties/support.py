@@ -483,8 +483,8 @@ def check_index_type(outcome, case, inputs):
 
 
 HELD_CALLS = 8  # calls whose results one example holds: a pool of up to 7 buffers is caught
-# and in a case whose seed is a multiple of LONG_EVERY (about one in ten, 0 among them): a pool of up to 64
-LONG_HELD_CALLS, LONG_EVERY = 65, 16
+# and in a case whose seed is a multiple of LONG_EVERY (about one in ten, 0 among them): a pool of up to 32
+LONG_HELD_CALLS, LONG_EVERY = 33, 16
 
 
 def check_fresh_result(outcome, earlier, case):

@@ -23,7 +23,7 @@ def test_inputs_are_never_written(simacc, case):
 
 @claim(*CONTRACTS, case=cases)
 def test_result_is_fresh_across_calls(simacc, case):
-    """The index shares storage with no argument and with none of the 7 results before it (64 in about one case in ten), still held (§4.6, §11.2)."""
+    """The index shares storage with no argument and with none of the 7 results before it (32 in about one case in ten), still held (§4.6, §11.2)."""
     support.check_fresh_across_calls(simacc, case)
 
 
