@@ -10,10 +10,10 @@ the roots change from step to step. The engine's buffers outlive a step: ``predi
 flat buffer of ``capacity * D`` slots (request ``s`` owns ``s * D`` onwards, which the step's
 verification rewrites before the call), and with ``graphs`` every input is a static buffer
 of the capacity, sliced to the batch (the same view whenever a batch size comes back) and
-rewritten in place before each step, as a captured CUDA graph's inputs are; a graph's replay (or a Triton kernel) writes with no autograd op, so
-with ``graphs`` every rewrite, of ``predict`` too, leaves the version counter where it was (a
-port that skips a write while the counter stands still is caught). Everything is made, and
-rewritten, in the runner's grad mode.
+rewritten in place before each step, as a captured CUDA graph's inputs are; a graph's replay
+(or a Triton kernel) writes with no autograd op, so with ``graphs`` every rewrite, of
+``predict`` too, leaves the version counter where it was (a port that skips a write while the
+counter stands still is caught). Everything is made, and rewritten, in the runner's grad mode.
 
 Each step is held to the single-call claims, through the same oracles: at the exact level
 its outputs are the reference's from the same generator state (seeded for each step) and it
