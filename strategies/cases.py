@@ -120,7 +120,7 @@ def eagle_cases(
     modes=sa.TOKEN_MODES,
     min_bs=0,
     max_bs=sc.MAX_BS,
-    max_spec_steps=sc.MAX_SPEC_STEPS,
+    max_spec_steps=sc.LONG_SPEC_STEPS[-1],
     acc_lens=None,
     methods=None,
     root_layout=None,
@@ -128,8 +128,9 @@ def eagle_cases(
     """Cases for ``generate_simulated_accept_index`` in the given token ``modes``.
 
     Fixed mode may carry trees (``D > W``) or no candidates at all (``None``); real mode is
-    a chain (``D == W``). ``acc_lens``/``methods`` replace the default length and method
-    strategies; ``root_layout`` fixes one of ``ROOT_LAYOUTS``. The case's ``seed`` also
+    a chain (``D == W``); ``spec_steps`` up to 16, and now and then 17, 32 or 63
+    (:func:`~simacc.strategies.scalars.spec_steps`). ``acc_lens``/``methods`` replace the
+    default length and method strategies; ``root_layout`` fixes one of ``ROOT_LAYOUTS``. The case's ``seed`` also
     seeds every tensor's contents. Shrinks toward bs=1, spec_steps=0, a length of 1, small
     token ids, sglang roots and contiguous tensors.
     """
@@ -366,7 +367,7 @@ def _near_the_edge(seed, method, k):
     return k + 0.5 - torch.empty(1).normal_(generator=gen).item()
 
 
-def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_width=sc.MAX_SPEC_STEPS + 1):
+def kernel_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_width=sc.LONG_SPEC_STEPS[-1] + 1):
     """Cases for the kernel op (CONTRACT.md §8) in the given token ``modes``
     (``real_tokens`` is True for ``real-draft-token``), ``width`` in ``[1, max_width]``.
 

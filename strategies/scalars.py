@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 import simacc as sa
 
 MAX_SPEC_STEPS = 16
+# past it, now and then (spec_steps): widths of 18, 33 and 64, one past a port's fixed 17 columns,
+# one past a block of 32, and a block of 64 itself
+LONG_SPEC_STEPS = (17, 32, 63)
 TYPICAL_BS = 256  # the large group's top: the batch sizes most cases draw
 MAX_BS = 4097  # the default top: a server's running batch and --cuda-graph-max-bs go past 4096 (CONTRACT.md §11.3)
 # A server's sizes past the typical, each with its weight among them: powers of two (graph
@@ -96,9 +99,16 @@ def batch_sizes(min_bs=0, max_bs=MAX_BS):
 
 @functools.lru_cache(maxsize=None)
 def spec_steps(min_steps=0, max_steps=MAX_SPEC_STEPS):
-    """``spec_steps`` (index width minus one) in ``[min_steps, max_steps]``; shrinks to the minimum."""
+    """``spec_steps`` (index width minus one) in ``[min_steps, max_steps]``; past
+    :data:`MAX_SPEC_STEPS` only the :data:`LONG_SPEC_STEPS` allowed (a few widths: each width
+    is strategies of its own to build), as the last values of one integer draw, so that a
+    case shrinks as it did without them. Shrinks to the minimum."""
     _check_range("min_steps", min_steps, "max_steps", max_steps)
-    return st.integers(min_steps, max_steps)
+    past = tuple(n for n in LONG_SPEC_STEPS if min_steps <= n <= max_steps)
+    if min_steps > MAX_SPEC_STEPS or not past:
+        return st.integers(min_steps, max_steps)
+    return st.integers(min_steps, MAX_SPEC_STEPS + len(past)).map(
+        lambda n: n if n <= MAX_SPEC_STEPS else past[n - MAX_SPEC_STEPS - 1])
 
 
 @functools.lru_cache(maxsize=None)

@@ -367,6 +367,14 @@ def test_a_failure_that_needs_int32_tokens_keeps_small_token_ids():
     assert int(case.candidates.values.max()) < 16
 
 
+def test_eagle_and_kernel_cases_reach_widths_past_17_and_such_a_failure_shrinks_to_18():
+    from simacc.strategies import scalars
+
+    assert reaches(sx.kernel_cases(), lambda c: c.width > sx.MAX_SPEC_STEPS + 1)
+    wide = minimal(sx.eagle_cases(), lambda c: c.spec_steps > sx.MAX_SPEC_STEPS)
+    assert (wide.spec_steps, wide.bs) == (scalars.LONG_SPEC_STEPS[0], 1)
+
+
 def test_chain_cases_shrink_to_k_zero():
     case = minimal(sx.chain_cases())
     assert (case.bs, case.spec_steps, case.simulate_acc_len) == (1, 0, 1.0)
