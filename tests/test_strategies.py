@@ -12,6 +12,7 @@ import simacc as sa
 from simacc import strategies as sx
 from simacc.harness.config import contracts
 from simacc.harness.model.cases import LAYOUTS, TensorArg
+from simacc.strategies import scalars
 from simacc.strategies import tensors as tn
 
 
@@ -368,8 +369,6 @@ def test_a_failure_that_needs_int32_tokens_keeps_small_token_ids():
 
 
 def test_eagle_and_kernel_cases_reach_widths_past_17_and_such_a_failure_shrinks_to_18():
-    from simacc.strategies import scalars
-
     assert reaches(sx.kernel_cases(), lambda c: c.width > sx.MAX_SPEC_STEPS + 1)
     wide = minimal(sx.eagle_cases(), lambda c: c.spec_steps > sx.MAX_SPEC_STEPS)
     assert (wide.spec_steps, wide.bs) == (scalars.LONG_SPEC_STEPS[0], 1)
