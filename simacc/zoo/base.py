@@ -96,17 +96,22 @@ def write_tokens(predict, out, candidates, target_predict, length):
     predict[slots] = tokens.reshape(-1).to(predict.dtype)
 
 
-def simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, mode):
-    """CONTRACT.md §4.2-§4.5 for an already sampled ``L``; returns the index."""
+def simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, mode, fill=None):
+    """CONTRACT.md §4.2-§4.5 for an already sampled ``L``; returns the index (``fill``: as
+    :func:`finish`)."""
     out = index(accept_index[:, 0], length, width)
-    return finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode)
+    return finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode, fill)
 
 
-def finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode):
-    """CONTRACT.md §4.3-§4.5 after the index is built; returns ``out``."""
+def finish(out, length, predict, num_correct_drafts, candidates, target_predict, mode, fill=None):
+    """CONTRACT.md §4.3-§4.5 after the index is built; returns ``out``. ``fill(predict, out,
+    length)`` is fixed mode's write, for a mutant that gets only that wrong (None: every slot
+    the fixed id)."""
     num_correct_drafts.fill_(length - 1)
     if mode == REAL:
         write_tokens(predict, out, candidates, target_predict, length)
-    else:
+    elif fill is None:
         predict.fill_(FIXED)
+    else:
+        fill(predict, out, length)
     return out

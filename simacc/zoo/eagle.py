@@ -281,28 +281,22 @@ def fixed_id_101(accept_index, predict, num_correct_drafts, candidates, target_p
     """Fills predict with 101 in fixed mode instead of 100 (one more than the fixed id)."""
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    out = base.index(accept_index[:, 0], length, width)
-    num_correct_drafts.fill_(length - 1)
-    if simulate_acc_token_mode == REAL:
-        base.write_tokens(predict, out, candidates, target_predict, length)
-    else:
-        predict.fill_(base.FIXED + 1)
-    return out
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode, lambda predict, out, length: predict.fill_(base.FIXED + 1))
 
 
 @register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
 def fixed_id_only_at_accepted_slots(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                     bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """Fixed mode writes 100 only at the accepted slots instead of all of predict."""
+
+    def at_accepted_slots(predict, out, length):
+        predict[out[:, :length].long().reshape(-1)] = base.FIXED
+
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    out = base.index(accept_index[:, 0], length, width)
-    num_correct_drafts.fill_(length - 1)
-    if simulate_acc_token_mode == REAL:
-        base.write_tokens(predict, out, candidates, target_predict, length)
-    else:
-        predict[out[:, :length].long().reshape(-1)] = base.FIXED
-    return out
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode, at_accepted_slots)
 
 
 @register("fixed id", "fixed_mode_fills_predict_with_the_fixed_id", "fixed_mode_is_byte_identical_to_legacy")
@@ -326,15 +320,14 @@ def fixed_mode_reads_candidates(accept_index, predict, num_correct_drafts, candi
 def fixed_mode_leaves_minus_one(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """Fixed mode takes a -1 in predict for padding and leaves it, instead of writing every slot."""
+
+    def around_the_padding(predict, out, length):
+        predict.masked_fill_(predict != -1, base.FIXED)
+
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    out = base.index(accept_index[:, 0], length, width)
-    num_correct_drafts.fill_(length - 1)
-    if simulate_acc_token_mode == REAL:
-        base.write_tokens(predict, out, candidates, target_predict, length)
-    else:
-        predict.masked_fill_(predict != -1, base.FIXED)
-    return out
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode, around_the_padding)
 
 
 @register("num_correct_drafts", "num_correct_drafts_is_length_minus_one")

@@ -153,19 +153,18 @@ def fill_skipped_while_the_version_stands(accept_index, predict, num_correct_dra
                                           bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
                                           simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
     """Fixed mode skips refilling a predict whose version counter has not moved, as a graph's replay leaves it."""
+
+    def unless_the_version_stands(predict, out, length):
+        seen = _FILLED.get(id(predict))
+        if predict.is_inference() or seen is None or seen[0]() is not predict or seen[1] != predict._version:
+            predict.fill_(base.FIXED)
+            if not predict.is_inference():
+                _FILLED[id(predict)] = (weakref.ref(predict), predict._version)
+
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
-    out = base.index(accept_index[:, 0], length, width)
-    num_correct_drafts.fill_(length - 1)
-    if simulate_acc_token_mode == base.REAL:
-        base.write_tokens(predict, out, candidates, target_predict, length)
-        return out
-    seen = _FILLED.get(id(predict))
-    if predict.is_inference() or seen is None or seen[0]() is not predict or seen[1] != predict._version:
-        predict.fill_(base.FIXED)
-        if not predict.is_inference():
-            _FILLED[id(predict)] = (weakref.ref(predict), predict._version)
-    return out
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode, unless_the_version_stands)
 
 
 _CAPTURED = {}
