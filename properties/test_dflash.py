@@ -48,12 +48,15 @@ def check_counts(simacc, outcome, case):
 
 
 def check_fixed_tokens(simacc, outcome, case):
-    """bonus and every element of out_tokens hold the fixed id."""
+    """bonus and every element of out_tokens hold the fixed id: the one the call passed, or the
+    implementation's default."""
     __tracebackhide__ = True
+    passed = case.fixed_token_id is not None
+    fixed = case.fixed_token_id if passed else simacc.impl.fixed_token_id
+    role = f"fixed mode writes the fixed_token_id passed, {fixed}," if passed else "fixed mode writes the fixed id"
     for name in ("bonus", "out_tokens"):
         got = outcome.args[name]
-        check_equal(name, got, torch.full_like(got, simacc.impl.fixed_token_id), case,
-                    role=lambda index: "fixed mode writes the fixed id to every element")
+        check_equal(name, got, torch.full_like(got, fixed), case, role=lambda index: f"{role} to every element")
 
 
 def check_real_tokens(outcome, case, length):
@@ -75,7 +78,8 @@ def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
 
 @claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
 def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
-    """Fixed mode writes the fixed id to bonus and to every element of out_tokens (§7.2)."""
+    """Fixed mode writes the fixed id (``fixed_token_id`` when the call passes one) to bonus and
+    to every element of out_tokens (§7.2)."""
     check_fixed_tokens(simacc, simacc.run(case), case)
 
 

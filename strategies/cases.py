@@ -34,6 +34,9 @@ _TREE_EXTRA_NODES = st.integers(0, 8)
 _LOGIT_CLASSES = st.integers(1, 64) | st.sampled_from((2049,))
 _LOGIT_CELLS = 2**20  # a case's logits at most (a server batch with 2049 columns would take 500 MB)
 _BOOLEANS = st.booleans()
+# DFLASH's fixed id as a call passes it (sglang's never does: None, first, so a case shrinks to
+# that), a token id otherwise; an implementation that keeps its own default is caught
+_PASSED_FIXED_IDS = st.none() | st.integers(0, 2**31 - 1)
 # integers(0, 0), not just(): a branch without a draw of its own would shrink first
 _NAN = st.integers(0, 0).map(lambda _: math.nan)
 # a length still to be put at the edge of the case's own draw (_at_the_draws_edge)
@@ -287,8 +290,9 @@ def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_block=
     unique maximum per row in real mode (so the argmax is the same on every device); real mode
     sometimes gets both, and must then read ``target_predict``. Lengths
     include zero and negatives (no ``> 0`` check in this contract), and NaN with
-    ``match-expected``. ``methods`` replaces the method strategy. The case's ``seed`` also
-    seeds every tensor's contents. Shrinks toward bs=1, B=1, fixed mode.
+    ``match-expected``. About half pass a ``fixed_token_id`` (the others leave the default to
+    apply, as sglang's caller does). ``methods`` replaces the method strategy. The case's ``seed``
+    also seeds every tensor's contents. Shrinks toward bs=1, B=1, fixed mode, no id passed.
     """
     if max_block < 1:
         raise ValueError(f"{max_block=} must be >= 1")
@@ -325,12 +329,15 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
         classes = draw(_LOGIT_CLASSES, label="logit_classes")
         classes = min(classes, max(64, _LOGIT_CELLS // max(bs * block, 1)))
         values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes)
+    tensors = _draw_layouts(draw, values)
+    length = _dflash_length(draw, block, method, seed)
     return DflashCase(
-        **{"target_predict": None, "next_token_logits": None, **_draw_layouts(draw, values)},
-        simulate_acc_len=_dflash_length(draw, block, method, seed),
+        **{"target_predict": None, "next_token_logits": None, **tensors},
+        simulate_acc_len=length,
         simulate_acc_method=method,
         simulate_acc_token_mode=mode,
         seed=seed,
+        fixed_token_id=draw(_PASSED_FIXED_IDS, label="fixed_token_id"),
     )
 
 

@@ -8,6 +8,7 @@ The suite runs happen in this process (a child would import torch again: seconds
 CI runner); :func:`_pytest` gives back what they share with this session."""
 
 import contextlib
+import dataclasses
 import errno
 import io
 import json
@@ -424,7 +425,7 @@ def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
         accept_len=TensorArg(torch.zeros(2, dtype=torch.int32)), commit_lens=TensorArg(torch.zeros(2, dtype=torch.int32)),
         bonus=TensorArg(torch.tensor([2**62, -(2**63)])), out_tokens=TensorArg(torch.zeros((2, 1), dtype=torch.int64), "strided"),
         simulate_acc_len=float("nan"), simulate_acc_method="match-expected", simulate_acc_token_mode="real-draft-token",
-        next_token_logits=TensorArg(logits, "transposed"), seed=0,
+        next_token_logits=TensorArg(logits, "transposed"), seed=0, fixed_token_id=2**31 - 1,
     )
     ints = lambda *values: TensorArg(torch.tensor(values))  # noqa: E731
     decisions = [DecisionCase(
@@ -433,8 +434,9 @@ def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
         synthetic_conditional_rates=TensorArg(torch.tensor([0.3, 0.1])), target_argmax=ints(1, 2),
         recovered_token_ids=ints(4, 5), bonus_token_ids=ints([6]), is_greedy=TensorArg(torch.tensor([True])),
     ) for dtype in (torch.float16, torch.bfloat16)]
-    for case in (eagle, dflash, *decisions):
+    for case in (eagle, dflash, dataclasses.replace(dflash, fixed_token_id=None), *decisions):
         _same_case(reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))), case)
+    assert "fixed_token_id" not in reprofile.encode_case(dataclasses.replace(dflash, fixed_token_id=None))["fields"]
     assert reprofile.parse(json.dumps(_document())).case.seed == 2**64 - 1
 
 

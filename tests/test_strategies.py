@@ -189,15 +189,17 @@ def test_eagle_cases_reach_every_kind_of_case():
     assert expected <= found, sorted(map(str, expected - found))
 
 
-def test_dflash_cases_reach_logits_nan_lengths_and_every_layout():
+def test_dflash_cases_reach_logits_nan_lengths_a_passed_fixed_id_and_every_layout():
     def dflash_kinds(case):
         yield "logits", case.next_token_logits is not None
         yield "nan", math.isnan(case.simulate_acc_len)
+        yield "fixed id passed", ("fixed_token_id" in case.args("cpu"), case.fixed_token_id is not None)
         for name, arg in case.tensors().items():
             yield name, arg.layout
 
     found = kinds(sx.dflash_cases(), dflash_kinds)
     expected = {("logits", True), ("logits", False), ("nan", True), ("nan", False)}
+    expected |= {("fixed id passed", (True, True)), ("fixed id passed", (False, False))}  # the call has it iff the case
     expected |= {("out_tokens", layout) for layout in LAYOUTS} | {("bonus", "strided"), ("bonus", "offset")}
     assert expected <= found, sorted(map(str, expected - found))
 

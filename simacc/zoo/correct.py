@@ -107,7 +107,8 @@ def scatter_based(accept_index, predict, num_correct_drafts, candidates, target_
 
 @register("correct")
 def dflash_per_row_loop(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
-                        simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None):
+                        simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, next_token_logits=None,
+                        fixed_token_id=FIXED):
     """Correct: the DFLASH contract as plain loops over requests and block columns."""
     bs, block = out_tokens.shape
     real = simulate_acc_token_mode == REAL
@@ -117,10 +118,10 @@ def dflash_per_row_loop(*, candidates, target_predict, accept_len, commit_lens, 
     for i in range(bs):
         accept_len[i] = length - 1
         commit_lens[i] = length
-        bonus[i] = int(target_predict[i, length - 1]) if real else FIXED
+        bonus[i] = int(target_predict[i, length - 1]) if real else fixed_token_id
         for j in range(block):
             if not real:
-                out_tokens[i, j] = FIXED
+                out_tokens[i, j] = fixed_token_id
             elif j < length - 1:
                 out_tokens[i, j] = int(candidates[i, j + 1])
             else:

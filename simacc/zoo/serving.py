@@ -207,14 +207,14 @@ def kernel_index_from_a_pool_of_buffers(*, accept_indices, predict_tokens, num_c
 @register("serving", "dflash_serving_loop_conforms_at_every_step")
 def dflash_length_cached_per_setting(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
                                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
-                                     next_token_logits=None):
+                                     next_token_logits=None, fixed_token_id=base.FIXED):
     """Samples L once per (length, method, block) and reuses it for the whole run, as DSpark did."""
     target = dflash._target(target_predict, next_token_logits, out_tokens, simulate_acc_token_mode)
     key = ("dflash", simulate_acc_len, simulate_acc_method, out_tokens.shape[1])
     if key not in _LENGTHS:
         _LENGTHS[key] = dflash._sample(simulate_acc_len, simulate_acc_method, out_tokens)
     dflash._counts(accept_len, commit_lens, _LENGTHS[key])
-    dflash._write(out_tokens, bonus, candidates, target, _LENGTHS[key], simulate_acc_token_mode)
+    dflash._write(out_tokens, bonus, candidates, target, _LENGTHS[key], simulate_acc_token_mode, fixed_token_id)
 
 
 _FUNCTIONAL_INDEXES = {}

@@ -86,12 +86,15 @@ def _names(case_type):
     return tuple(f.name for f in dataclasses.fields(case_type))
 
 
+_USUAL = (("omitted", ()), ("fixed_token_id", None))  # every argument passed; no fixed id passed: not shown
+
+
 def _summary(case):
     parts = []
     for name in _names(type(case)):
         value = getattr(case, name)
-        if name == "omitted" and not value:
-            continue  # the usual case: every argument passed
+        if (name, value) in _USUAL:
+            continue
         shown = value.summary() if isinstance(value, TensorArg) else repr(value)
         parts.append(f"{name}={shown}")
     return f"{type(case).__name__}({', '.join(parts)})"
@@ -238,9 +241,16 @@ class DflashCase(_Case):
     simulate_acc_token_mode: str
     next_token_logits: TensorArg | None
     seed: int
+    fixed_token_id: int | None = None  # None: not passed (sglang's caller never does), its default applies
     omitted: tuple = ()  # argument names left out of the call, their values being the defaults
 
     width_name = "B"
+
+    def args(self, device):
+        args = super().args(device)
+        if self.fixed_token_id is None:
+            del args["fixed_token_id"]
+        return args
 
     @property
     def max_len(self):

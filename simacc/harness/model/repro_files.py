@@ -107,6 +107,8 @@ def encode_case(case):
             if not value:
                 continue  # an empty "omitted": files stay as they were before the field existed
             value = list(value)
+        elif value is None and f.default is None:
+            continue  # DFLASH's fixed id not passed: the same
         fields[f.name] = value
     return {"type": type(case).__name__, "fields": fields}
 
