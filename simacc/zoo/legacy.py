@@ -4,6 +4,8 @@ The first is no invented mistake: it is the oldest private version as CONTRACT.m
 it, which simacc must flag as non-conforming.
 """
 
+import math
+
 import torch
 
 from simacc.zoo import base
@@ -60,4 +62,20 @@ def legacy_default_method_is_multinomial(accept_index, predict, num_correct_draf
     """Defaults the method to multinomial instead of match-expected."""
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, None, None, width, "fixed")
+
+
+@register("sampling distribution", "length_matches_the_documented_draw")
+def legacy_weights_in_half_precision(accept_index, predict, num_correct_drafts, bs, spec_steps, simulate_acc_len,
+                                     simulate_acc_method="match-expected"):
+    """match-expected builds its two weights in float16: at the edge of the seeded draw, L is the other one."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    x = max(1.0, min(width, simulate_acc_len))
+    lo = math.floor(x)
+    if simulate_acc_method != "match-expected" or lo == width:
+        length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    else:
+        weights = torch.tensor([1 - (x - lo), x - lo], dtype=torch.float16)
+        length = lo + torch.multinomial(weights, 1).item()
     return base.simulate(length, accept_index, predict, num_correct_drafts, None, None, width, "fixed")
