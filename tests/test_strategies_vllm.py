@@ -196,3 +196,22 @@ def test_target_logits_move_a_rows_largest_logit_by_swapping_it():
     assert torch.equal(moved.sort(dim=1).values, plain.sort(dim=1).values)
     share = float((moved.argmax(dim=1) >= sv.VOCAB_BLOCK).double().mean())
     assert 0.55 < share < 0.8  # half moved, and a third of the rest there by chance
+
+
+def test_a_rejection_with_nothing_left_of_the_target_but_the_draft_may_emit_any_token():
+    """V1 samples a rejection as ``argmax(p / q)`` of the target's float32 softmax without the
+    draft. A draft whose logit leads the others by more than about 104 leaves only zeros, and
+    V1 (as the reference has it) takes token 0, the draft itself here: the law names no token
+    there. A lead of 100 leaves mass, and the rejected draft is a failure again."""
+    def emitting(lead, token):
+        case = V1Case(num_draft_tokens=TensorArg(i64([1])), draft_token_ids=TensorArg(i32([0])),
+                      target_logits=TensorArg(torch.tensor([[lead, 0.0, 0.0]])), bonus_token_ids=TensorArg(i64([[2]])),
+                      is_greedy=TensorArg(torch.tensor([False])), generator_seeds=TensorArg(i64([-1])),
+                      synthetic_conditional_rates=TensorArg(torch.tensor([0.0])))
+        return case, SimpleNamespace(returned=torch.tensor([[token, -1]], dtype=torch.int32))
+
+    case, outcome = emitting(200.0, 0)
+    assert ref.synthetic_rejection_sample(**case.args("cpu")).tolist() == [[0, -1]]  # V1's own answer
+    vllm.check_rejection(case, outcome)
+    with pytest.raises(AssertionError, match="the rejected draft"):
+        vllm.check_rejection(*emitting(100.0, 0))
