@@ -287,7 +287,8 @@ def dflash_cases(*, modes=sa.TOKEN_MODES, min_bs=0, max_bs=sc.MAX_BS, max_block=
     ``[1, max_block]``.
 
     ``target_predict`` is sometimes missing: ``None`` in fixed mode, float32 logits with a
-    unique maximum per row in real mode (so the argmax is the same on every device); real mode
+    unique maximum per row in real mode (so the argmax is the same on every device), half a
+    point above integer scores (so logits truncated to integers tie with it); real mode
     sometimes gets both, and must then read ``target_predict``. Lengths
     include zero and negatives (no ``> 0`` check in this contract), and NaN with
     ``match-expected``. About half pass a ``fixed_token_id`` (the others leave the default to
@@ -328,7 +329,8 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
     if mode == "real-draft-token" and (not target or draw(_BOOLEANS, label="passes_logits_too")):
         classes = draw(_LOGIT_CLASSES, label="logit_classes")
         classes = min(classes, max(64, _LOGIT_CELLS // max(bs * block, 1)))
-        values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes)
+        # a maximum half a point clear: read through an integer workspace, it ties with the scores below
+        values["next_token_logits"] = _logits(contents.generator("next_token_logits"), bs * block, classes, lead=0.5)
     tensors = _draw_layouts(draw, values)
     length = _dflash_length(draw, block, method, seed)
     return DflashCase(
@@ -341,12 +343,13 @@ def _dflash_cases(draw, modes, batch_sizes, blocks, methods):
     )
 
 
-def _logits(gen, rows, classes):
-    """Integer-valued float32 scores below ``classes``, but for one ``classes`` per row: a
-    unique maximum (a scatter: sorting random rows took milliseconds for large blocks)."""
+def _logits(gen, rows, classes, lead=1.0):
+    """Integer-valued float32 scores below ``classes``, but for one per row, ``lead`` above the
+    largest of them: a unique maximum (a scatter: sorting random rows took milliseconds for
+    large blocks)."""
     scores = torch.randint(0, classes, (rows, classes), generator=gen, dtype=torch.float32)
     winners = torch.randint(0, classes, (rows, 1), generator=gen)
-    return scores.scatter_(1, winners, float(classes))
+    return scores.scatter_(1, winners, classes - 1 + lead)
 
 
 def _dflash_length(draw, block, method, seed):

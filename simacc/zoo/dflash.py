@@ -124,6 +124,18 @@ def dflash_argmax_over_1024_columns(*, candidates, target_predict, accept_len, c
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode, fixed_token_id)
 
 
+@register("bonus", "dflash_real_mode_tokens_are_drafts_then_bonus")
+def dflash_argmax_through_an_integer_workspace(*, candidates, target_predict, accept_len, commit_lens, bonus,
+                                               out_tokens, simulate_acc_len, simulate_acc_method,
+                                               simulate_acc_token_mode, next_token_logits=None, fixed_token_id=FIXED):
+    """Copies next_token_logits into a workspace of the tokens' dtype before the argmax: scores truncated, ties first."""
+    logits = None if next_token_logits is None else next_token_logits.to(out_tokens.dtype)
+    target = _target(target_predict, logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode, fixed_token_id)
+
+
 @register("sampling bounds", "dflash_length_matches_the_documented_draw")
 def dflash_refuses_minus_inf(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
                              simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
