@@ -563,6 +563,8 @@ class DflashLoop(ServingLoop):
                             "out_tokens": self.static((cap, block), torch.int64, seed + 5)}
             if k["target"]:
                 self.statics["target_predict"] = self.static((cap, block), torch.int64, seed + 6)
+            elif k["mode"] == REAL:  # the verify pass's logits, a static buffer too
+                self.statics["next_token_logits"] = self.static((cap * block, k["classes"]), torch.float32, seed + 7)
 
     def run_step(self):
         k = self.knobs
@@ -580,10 +582,9 @@ class DflashLoop(ServingLoop):
             scores = torch.randint(0, k["classes"], (bs * block, k["classes"]), generator=gen, dtype=torch.float32)
             logits = scores.scatter_(1, torch.randint(0, k["classes"], (bs * block, 1), generator=gen),
                                      float(k["classes"]))
-        live = {"target_predict": None, "next_token_logits": None, **self.inputs(values, self.statics)}
+        given = values if logits is None else {**values, "next_token_logits": logits}
+        live = {"target_predict": None, "next_token_logits": None, **self.inputs(given, self.statics)}
         before = {name: buffer.clone() for name, buffer in self.statics.items()}
-        if logits is not None:
-            live["next_token_logits"] = self.made(logits)
         case = DflashCase(**{"target_predict": None, **{name: TensorArg(v) for name, v in values.items()}},
                           simulate_acc_len=k["x"], simulate_acc_method=k["method"], simulate_acc_token_mode=k["mode"],
                           next_token_logits=None if logits is None else TensorArg(logits), seed=seed)
