@@ -131,13 +131,15 @@ def test_dspark_accept_a_servers_batch_is_accepted_like_a_small_one(simacc, case
 
 @claim("dspark_accept", case=sx.dspark_accept_cases(min_gamma=1, simulated=True))
 def test_dspark_accept_reads_the_simulated_count_at_every_call(simacc, case):
-    """Called again on the same tensors, simulated_correct_len refilled in place (a graph's replay), it reads the new count (§19.3, §21.2)."""
+    """Called again on the same tensors, simulated_correct_len and the gate refilled in place (a graph's replay), it reads the new count and gate (§19.3, §21.2)."""
     outcome = simacc.run(case)
     _check_counts(outcome, case)
     _check_commits(outcome, case)
-    again = dataclasses.replace(case, simulated_correct_len=TensorArg(torch.tensor([(case.simulated + 1) % case.max_len])))
+    again = dataclasses.replace(case, simulated_correct_len=TensorArg(torch.tensor([(case.simulated + 1) % case.max_len])),
+                                gate=TensorArg(1 - case.gate.values))
     with grad_modes.entered(simacc.context):  # an inference tensor is written in inference mode only
-        outcome.args["simulated_correct_len"].copy_(again.simulated_correct_len.values)
+        for name in ("simulated_correct_len", "gate"):
+            outcome.args[name].copy_(getattr(again, name).values)
     again = serving.Step(again, outcome.args, "called again on the earlier call's tensors, refilled")
     try:
         outcome = simacc.run(again)
@@ -145,3 +147,5 @@ def test_dspark_accept_reads_the_simulated_count_at_every_call(simacc, case):
         simacc.last = (case, simacc.device)  # a repro replays both calls from the drawn case
     _check_counts(outcome, again)
     _check_commits(outcome, again)
+    if case.gated_commit_lens_out is not None:
+        _check_gated(outcome, again)

@@ -291,8 +291,11 @@ def _accept(candidates, target_predict, simulated_correct_len, bonus_in, bonus_p
 
 
 def _write(candidates, seq_lens, verify_lens, gate, outs, correct, bonus, *, zero_past=False, gated=True,
-           clear_all=False, grid_from_seq_lens=False):
+           clear_all=False, grid_from_seq_lens=False, cached_gate=False):
     bs = candidates.shape[0]
+    if cached_gate and not hasattr(gate, "cached_gate"):
+        gate.cached_gate = gate.clone()  # the buffer is static
+    gate = gate.cached_gate if cached_gate else gate
     commit = correct + 1
     tokens = torch.cat([candidates[:, 1:].long(), candidates.new_zeros((bs, 1), dtype=torch.long)], dim=1)
     if zero_past:
@@ -367,6 +370,9 @@ _ACCEPT_MISTAKES = (
      "dspark_accept_writes_only_the_batch_rows_and_never_its_inputs"),
     ("accept_caches_the_simulated_count", "cached_count",
      "Reads the simulated count once per buffer object and keeps it, though each step refills the static buffer.",
+     "dspark_accept_reads_the_simulated_count_at_every_call"),
+    ("accept_caches_the_gate", "cached_gate",
+     "Reads the gate once per buffer object and keeps it, as if captured with the graph, though each step refills it.",
      "dspark_accept_reads_the_simulated_count_at_every_call"),
     ("accept_parts_in_bfloat16", "bf16_parts",
      "Compares the bonus's per-split maxima in bfloat16, so maxima closer than its ulp tie and go to the lower index.",
