@@ -63,6 +63,11 @@ def acceptance_lengths(k):
     return st.one_of(whole, fraction, st.floats(1, k + 1))
 
 
+@functools.lru_cache(maxsize=None)
+def _given_lengths(k):
+    return acceptance_lengths(k) | st.just(0.0)
+
+
 def _rates_arg(rates):
     return TensorArg(torch.tensor([float(p) for p in rates], dtype=torch.float64))
 
@@ -87,7 +92,7 @@ BAD_SETTINGS = ("knobs", "count", "range", "increasing", "length")
 
 def bad_settings(defect, max_k=MAX_K):
     """Settings with one ``defect`` of :data:`BAD_SETTINGS` (§13.2): neither knob or both
-    (``knobs``), rates of another count than ``K`` (``count``), a rate outside [0, 1] or NaN
+    (``knobs``; both now and then with a length of 0.0, given though false), rates of another count than ``K`` (``count``), a rate outside [0, 1] or NaN
     (``range``), rates that rise somewhere (``increasing``), a length outside ``[1, K + 1]``,
     NaN, the infinities and one float64 step outside either end included (``length``). Each is otherwise valid."""
     _check_k("max_k", max_k)
@@ -105,7 +110,8 @@ def _bad_settings(draw, defect, ks):
     if defect == "knobs":
         if draw(st.booleans(), label="neither"):
             return SettingsCase(k, None)
-        return SettingsCase(k, _rates_arg(draw(acceptance_rates(k))), draw(acceptance_lengths(k)))
+        # a length of 0.0 is given too: a port that asks whether a knob is given by its truth misses it
+        return SettingsCase(k, _rates_arg(draw(acceptance_rates(k))), draw(_given_lengths(k)))
     if defect == "length":
         hairs = (math.nextafter(k + 1, math.inf), math.nextafter(1, 0))  # one float64 step outside
         outside = st.one_of(st.sampled_from((0.999, 0.0, -1.0, k + 1.001, k + 2.0, math.nan, math.inf, -math.inf, *hairs)),

@@ -106,6 +106,13 @@ def length_ignored_when_rates_are_given(*, num_speculative_tokens, synthetic_acc
     return _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length)
 
 
+@register("checks", "vllm_exactly_one_knob_is_accepted")
+def knobs_given_by_their_truth(*, num_speculative_tokens, synthetic_acceptance_rates=None,
+                               synthetic_acceptance_length=None):
+    """Asks whether the length is given by its truth, so rates with a length of 0.0 pass as rates alone."""
+    return _resolved(num_speculative_tokens, synthetic_acceptance_rates, synthetic_acceptance_length or None)
+
+
 @register("checks", "vllm_rates_of_another_count_than_k_are_rejected")
 def rates_cut_to_k(*, num_speculative_tokens, synthetic_acceptance_rates=None, synthetic_acceptance_length=None):
     """Rates of another count than K are cut to K, or padded with zeros, instead of raising."""
