@@ -169,15 +169,19 @@ def test_vllm_v2_a_sampled_bonus_follows_the_target(simacc):
     """A sampling request's bonus, after a full acceptance or without drafts, is a sample of the whole last logit, in a batch with greedy requests (§15.2, §17.1, §18.1, §9.4).
 
     Target (0.4, 0.3, 0.2, 0.1) at temperature 1/4 (processed), rate 1, 360 bonuses (240 of
-    requests without drafts). The argmax moves the CDF by 0.6 (by 0.4 for requests without
-    drafts alone), a token removed that is not a rejected draft (token 0) by 0.4, logits
-    divided by the temperature once more by 0.32; the test sees 0.2."""
-    batch = _target_batch("vllm_v2", BONUS_RUNS, lambda r: (() if r % 2 else (DRAFT,), r % 4 == 2))
+    requests without drafts), each request's one draft token 0. The argmax moves the CDF by 0.6
+    (by 0.4 for requests without drafts alone), a token removed that is not a rejected draft
+    (token 0) by 0.4, logits divided by the temperature once more by 0.32; the test sees 0.2.
+    The 120 bonuses after a draft alone: the accepted draft removed from the bonus's logit moves
+    their CDF at token 0 by 0.4, and the test sees 0.23 there (each test at half the budget)."""
+    batch = _target_batch("vllm_v2", BONUS_RUNS, lambda r: (() if r % 2 else (0,), r % 4 == 2))
     case = vllm.sampler_case("vllm_v2", batch, [1.0], seed=32)
-    bonuses = [row[-1] for req, row in zip(batch, vllm.emitted(case, simacc.run(case)))
+    bonuses = [(row[-1], bool(req.drafts)) for req, row in zip(batch, vllm.emitted(case, simacc.run(case)))
                if not req.greedy and len(row) == len(req.drafts) + 1]
-    support.check_distribution([t + 1 for t in bonuses], TARGET,
-                               f"1 + a sampling request's bonus, {len(bonuses)} full acceptances", value="1 + token")
+    for after, kept in (("", lambda drafted: True), (" after its draft", lambda drafted: drafted)):
+        tokens = [t + 1 for t, drafted in bonuses if kept(drafted)]
+        support.check_distribution(tokens, TARGET, f"1 + a sampling request's bonus{after}, {len(tokens)} full "
+                                   "acceptances", false_alarm=statistics.FALSE_ALARM / 2, value="1 + token")
 
 
 @claim(*SAMPLERS, case=vllm.cases_for_impl(min_bs=2))

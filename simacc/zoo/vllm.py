@@ -808,6 +808,26 @@ def v2_bonus_without_the_next_entry(*, target_logits, draft_sampled, cu_num_logi
                           num_speculative_steps, synthetic_conditional_rates)
 
 
+@register("sampling", "vllm_v2_a_sampled_bonus_follows_the_target")
+def v2_bonus_without_the_last_draft(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                    num_speculative_steps, synthetic_conditional_rates):
+    """Removes drafts[min(accepted, n - 1)] from the sample, so a full acceptance's bonus is never its last draft."""
+
+    def edit(sampled, num_sampled, start, n, greedy):
+        accepted = num_sampled.to(torch.int64) - 1
+        stop = start + accepted
+        entry = (stop + (accepted < n).long()).clamp(max=draft_sampled.shape[0] - 1)  # the rejected or the last draft
+        removed = torch.where(n > 0, draft_sampled[entry].to(torch.int64), -1)
+        rows = target_logits[stop].to(torch.float32)
+        fixed = sampled.clone()
+        fixed[torch.arange(sampled.shape[0], device=sampled.device), accepted] = _gumbel_max(
+            rows, removed, seed, pos[stop], 1 + torch.arange(rows.shape[1], device=rows.device), temperature)
+        return fixed, num_sampled
+
+    return _v2_then(edit, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed, num_speculative_steps,
+                    synthetic_conditional_rates)
+
+
 @register("sampling", "vllm_a_recovered_token_follows_the_target_without_the_rejected_draft",
           "vllm_v2_a_sampled_bonus_follows_the_target")
 def v2_greedy_path_for_a_mixed_batch(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
