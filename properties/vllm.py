@@ -219,7 +219,7 @@ def _nothing_left_without(case, row, draft):
     """Whether V1's float32 softmax of the target at ``row`` has no mass left once ``draft`` is
     removed (a draft that leads every other logit by more than about 104): V1 then takes the
     argmax of zeros, token 0, the draft itself perhaps, and the law names no token there."""
-    if kind(case) != "V1Case" or draft < 0:
+    if kind(case) != "V1Case" or not 0 <= draft < case.target_logits.values.shape[1]:
         return False
     probs = case.target_logits.values[row].softmax(dim=-1, dtype=torch.float32)
     probs[draft] = 0.0

@@ -92,9 +92,10 @@ BAD_SETTINGS = ("knobs", "count", "range", "increasing", "length")
 
 def bad_settings(defect, max_k=MAX_K):
     """Settings with one ``defect`` of :data:`BAD_SETTINGS` (§13.2): neither knob or both
-    (``knobs``; both now and then with a length of 0.0, given though false), rates of another count than ``K`` (``count``), a rate outside [0, 1] or NaN
-    (``range``), rates that rise somewhere (``increasing``), a length outside ``[1, K + 1]``,
-    NaN, the infinities and one float64 step outside either end included (``length``). Each is otherwise valid."""
+    (``knobs``; both now and then with a length of 0.0, given though false), rates of another
+    count than ``K`` (``count``), a rate outside [0, 1] or NaN (``range``), rates that rise
+    somewhere (``increasing``), a length outside ``[1, K + 1]``, NaN, the infinities and one
+    float64 step outside either end included (``length``). Each is otherwise valid."""
     _check_k("max_k", max_k)
     if defect not in BAD_SETTINGS:
         raise ValueError(f"defect={defect!r} must be one of {BAD_SETTINGS}")
