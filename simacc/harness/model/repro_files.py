@@ -108,7 +108,7 @@ def encode_case(case):
                 continue  # an empty "omitted": files stay as they were before the field existed
             value = list(value)
         elif value is None and f.default is None:
-            continue  # DFLASH's fixed id not passed: the same
+            continue  # a None that is the field's default (DFLASH's fixed id not passed): the same
         fields[f.name] = value
     return {"type": type(case).__name__, "fields": fields}
 
