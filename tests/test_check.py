@@ -226,19 +226,30 @@ def test_an_implementation_that_ends_its_process_in_a_call_is_not_conformant(wor
     assert "the process running it died: it ended with exit code 0" in out
 
 
-def test_ctrl_c_stops_the_check_with_exit_130_and_prints_the_verdict_so_far(workdir, ctrl_c):
-    # a real Ctrl-C reaches the command and its session (one process group, as on a terminal)
+@pytest.mark.parametrize("stop", ["ctrl_c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_the_check_with_exit_130_the_verdict_so_far_and_nothing_left(workdir, ctrl_c, stop):
+    """A real Ctrl-C reaches the command and its session (one process group, as on a
+    terminal); a SIGTERM (a CI's time limit, ``kill``) may reach the command alone, which
+    passes it on. Either way the check's folders go with it (it would leave them, dying of
+    the signal)."""
     spec = impl_file(workdir, "time.sleep(0.5)\n" + REFERENCE_CALL + "return out\n")
     command = [sys.executable, "-m", "simacc", "check", spec, "--device", "cpu", "--max-examples", "50", "--seed", "0",
                "-n", "0", "--property", INDEX]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    (workdir / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(workdir / "tmp")}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
     header = proc.stdout.readline()  # printed once the session has loaded the implementation
     assert header.startswith("simacc check"), header
     time.sleep(1.0)  # some examples into the property
-    os.killpg(proc.pid, signal.SIGINT)
+    if stop == "ctrl_c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.terminate()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.endswith("simacc check: interrupted\n"), err
     assert summary(out).startswith("INTERRUPTED: ") and summary(out).endswith("(exit 130)"), out
+    assert os.listdir(workdir / "tmp") == []
 
 
 def test_a_check_leaves_this_process_as_it_found_it(workdir, capsys):

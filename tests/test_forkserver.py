@@ -170,6 +170,25 @@ def test_closing_the_server_ends_and_reaps_what_it_forked_and_what_they_left():
     assert _gone(forked) and _gone(orphan)
 
 
+def test_a_server_whose_starter_was_killed_ends_and_removes_its_folder(tmp_path):
+    # the starter's SIGKILL leaves it no chance to remove the folder it made; the server's
+    # standard input closes with it, and the server removes the folder as it ends
+    code = ("import time; from simacc.harness.processes import forkserver; "
+            "server = forkserver.Server(()); print(server.address, flush=True); time.sleep(60)")
+    starter = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(tmp_path)})
+    folder = os.path.dirname(starter.stdout.readline().strip())
+    deadline = time.monotonic() + 60
+    while not os.listdir(folder) and time.monotonic() < deadline:  # the server listens
+        time.sleep(0.02)
+    starter.kill()
+    starter.wait()
+    deadline = time.monotonic() + 30
+    while os.path.exists(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_check_leaves_no_process_behind(tmp_path):
     """Run as a program, a check ends its sessions, its workers, their zygotes and ranks, and its
     servers, each waited for: nothing of its group is left, running or ``<defunct>``."""

@@ -11,6 +11,11 @@ through the whole catalogue with fewer examples, on ``cpu:0`` (a device spelling
 not report).
 """
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 from hypothesis import Phase, settings
 
@@ -134,3 +139,36 @@ def test_an_unknown_entry_is_a_usage_error(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no zoo entry named 'fixed_id_10', 'no_such_mutant'" in err
     assert "did you mean fixed_id_101?" in err and "the entries are " in err and ", per_row_loop, " in err
+
+
+def test_a_sigterm_ends_the_command_and_its_workers_at_once(tmp_path):
+    """Stopped while its workers check (a SIGTERM, to the command alone, as a CI's time limit
+    may send it; a Ctrl-C takes the same path), the command ends them (each would have gone
+    on to its next job, and the command waited for every job left: minutes) and waits for
+    them: exit 130, no process and no folder left."""
+    (tmp_path / "tmp").mkdir()
+    command = [sys.executable, "-m", "simacc", "mutants", "--only", "per_row_loop", "--seeds", "2", "-n", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    deadline = time.monotonic() + 120
+    while len([p for p in _session(proc.pid) if b"spawn_main" in p]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # into their jobs (the whole catalogue, twice: seconds)
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.endswith("simacc mutants: interrupted\n"), err
+    assert _session(proc.pid) == [] and os.listdir(tmp_path / "tmp") == []
+
+
+def _session(sid):
+    """The command lines of the processes of session ``sid`` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:
+                    with open(f"/proc/{entry}/cmdline", "rb") as g:
+                        found.append(g.read())
+        except (OSError, ValueError, IndexError):
+            continue
+    return found

@@ -38,7 +38,7 @@ EXIT_CODES = f"""exit codes:
   {Exit.NOTHING_CHECKED:d}    nothing checked: no property ran the implementation (all skipped or not
        applicable, e.g. --device cuda without CUDA), or --property matched none
        (--list: no property applies)
-  {Exit.INTERRUPTED:d}  interrupted (Ctrl-C); the verdict so far is printed
+  {Exit.INTERRUPTED:d}  interrupted (Ctrl-C or SIGTERM); the verdict so far is printed
 
 output: the header, a progress line on a terminal (a line per property on a log), the
 failures with their details, what did not run grouped by reason, and one summary line.

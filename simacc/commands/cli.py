@@ -54,7 +54,11 @@ def build_parser(only=None):
 def main(argv=None):
     """Run ``simacc ARGV`` and return its exit code; ``argv`` None means this process's
     own command line (``sys.argv``), which is when an ``end_process`` subcommand may end
-    the process instead of returning."""
+    the process instead of returning, and when a SIGTERM is taken as a Ctrl-C."""
+    if argv is None:
+        from simacc.harness.processes import interrupts
+
+        interrupts.stop_on_sigterm()
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words and words[0] in SUBCOMMANDS else None)
     args, unknown = parser.parse_known_args(argv)

@@ -8,7 +8,7 @@ class Exit(enum.IntEnum):
     FAILED = 1  # not conformant; the case still fails; a new failure was found
     USAGE = 2  # a bad argument, file or implementation: nothing was checked
     NOTHING_CHECKED = 5  # pytest's "no tests ran": nothing checked is never success
-    INTERRUPTED = 130  # Ctrl-C
+    INTERRUPTED = 130  # Ctrl-C, or a SIGTERM (a CI's time limit)
 
 
 class SessionError(Exception):

@@ -31,6 +31,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
+from simacc.commands.exits import Exit
+
 SCHEMA = "simacc.mutants/1"
 KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
 DEFAULT_WORKERS = 2
@@ -194,15 +196,30 @@ def _results(jobs, workers, profile, max_examples, expected_only):
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context, initializer=_worker) as pool:
         futures = {pool.submit(check_entry, e.name, seed=s, device=d, **options): (e, d, s) for e, d, s in jobs}
-        for future in as_completed(futures):
-            try:
-                yield futures[future], future.result()
-            except BrokenProcessPool:
-                entry, dev, seed = futures[future]
-                raise ZooError(f"a worker process died while checking {entry.name} on {dev} (seed {seed}) or an "
-                               "entry beside it; no verdict") from None
+        try:
+            for future in as_completed(futures):
+                try:
+                    yield futures[future], future.result()
+                except BrokenProcessPool:
+                    entry, dev, seed = futures[future]
+                    raise ZooError(f"a worker process died while checking {entry.name} on {dev} (seed {seed}) or an "
+                                   "entry beside it; no verdict") from None
+        except BaseException:  # a Ctrl-C, a SIGTERM, a dead worker: the workers end, and are waited for
+            for worker in multiprocessing.active_children():
+                worker.terminate()
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+def _worker():
+    """(a worker process, as it starts) Deaf to the terminal's Ctrl-C, after which it would
+    start its next job: the command, which hears it (or a SIGTERM), ends the workers itself,
+    and what a worker started (its fork servers) ends with it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class ZooError(Exception):
@@ -289,6 +306,9 @@ def run(args):
     except ZooError as e:
         print(f"simacc mutants: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("simacc mutants: interrupted", file=sys.stderr)
+        return Exit.INTERRUPTED
     print(render(result))
     if result.exit_code == NOTHING_RAN:
         print("simacc mutants: nothing ran: every selected entry needs a device missing here", file=sys.stderr)

@@ -26,14 +26,15 @@ def supervised(argv, name):
     """Run ``simacc ARGV`` in a child under a :class:`Supervisor`, its output going straight
     to this process's, and return the exit code the child reported; when it ended without
     reporting one (the code under test ended its process, or a kill), ``1`` and one line on
-    stderr saying how it ended. A Ctrl-C reaches the child too; without its report, 130."""
+    stderr saying how it ended. A Ctrl-C (or SIGTERM) reaches the child too; without its report, 130."""
     with tempfile.TemporaryDirectory(prefix="simacc-supervised-") as scratch:
         prefix = str(Path(scratch) / "command")
         child = Supervisor(forkserver.command(["-m", "simacc", *argv, f"{SUPERVISED_BY}={prefix}"]), prefix,
                            capture=False)
         try:
             child.wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            child.pass_on(e)
             child.finish()
             code = watch.reported_result(prefix)
             return Exit.INTERRUPTED if code is None else code

@@ -71,7 +71,7 @@ class Verdict:
     notes: list = field(default_factory=list)
     reason: str = ""
     not_applicable: dict = field(default_factory=dict)
-    interrupted: bool = False  # Ctrl-C: the verdict so far
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the verdict so far
     seconds: float | None = None  # the check's wall time
     incomplete: str = ""  # why the session cannot vouch for its rows (it ended early): never a success
 

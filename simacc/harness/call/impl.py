@@ -357,8 +357,8 @@ def _guarded_import(spec):
         before = process_state.snapshot()
         try:
             target = _import_target(spec)
-        except KeyboardInterrupt:
-            if ctrl_c.count:
+        except KeyboardInterrupt as e:
+            if ctrl_c.real(e, 0):
                 raise
             raise ImplError(f"IMPL {spec!r}: importing it raised KeyboardInterrupt") from None
         finally:

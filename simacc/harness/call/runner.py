@@ -213,7 +213,7 @@ class Runner:
         except HarnessModified:
             raise
         except KeyboardInterrupt as e:
-            if self._interrupts.real_since(interrupts):
+            if self._interrupts.real(e, interrupts):
                 raise  # Ctrl-C stops the run; it is not the implementation's result
             return self._outcome(None, e, args, rng_before, case, device)  # raised by the code itself: its error
         except BaseException as e:  # noqa: BLE001 - reported, never swallowed
@@ -299,7 +299,7 @@ class Runner:
         except HarnessModified:
             raise
         except KeyboardInterrupt as e:
-            if self._interrupts.real_since(interrupts):
+            if self._interrupts.real(e, interrupts):
                 raise
             error = _released(e)
         except BaseException as e:  # noqa: BLE001 - reported, never swallowed

@@ -27,11 +27,13 @@ forks the ranks that must be new interpreters (:mod:`simacc.harness.sessions.ran
 and where rank 0 cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
 
 The server reaps every child it forks and tells its client how it ended; it kills what is
-left and ends when its own parent closes its standard input. Where fork or ``send_fds`` is
+left, removes its socket and ends when its own parent closes its standard input (the parent
+may have died of a signal, with nobody left to remove it). Where fork or ``send_fds`` is
 missing, :func:`command` is plain ``python``.
 """
 
 import atexit
+import contextlib
 import gc
 import importlib
 import marshal
@@ -60,6 +62,7 @@ RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harn
 # address, and the interpreter it runs (a process of another interpreter never shares it)
 ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
 CLIENT = Path(__file__).with_name("forkclient.py")
+FOLDER = "simacc-fork-"  # the prefix of the temporary folder a server's socket is made in
 _SERVERS = {}  # (role, fingerprint) -> Server, in the process that started them
 _OWN_PATH = []  # in a server: the entries of sys.path its own PYTHONPATH put there
 _RANKS = []  # in a session server: the rank server it started
@@ -89,7 +92,8 @@ class Server:
     ends when this process closes it, or exits."""
 
     def __init__(self, packages, hash_seed=None, ranks_now=False):
-        self._folder = tempfile.TemporaryDirectory(prefix="simacc-fork-")
+        # the server removes it as it ends (this process may have died first, of a signal)
+        self._folder = tempfile.TemporaryDirectory(prefix=FOLDER, ignore_cleanup_errors=True)
         self.address = str(Path(self._folder.name) / "s")
         env = dict(os.environ)
         if hash_seed is not None:
@@ -224,7 +228,10 @@ def _serve(address, packages):
     """(the server's main) Listen at ``address`` first (clients queue until it accepts), import
     ``packages`` (after starting its rank server, with ``--ranks-now`` first among them),
     then fork a child for each request until standard input closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the forked processes, in their clients' groups
+    # a Ctrl-C, or a SIGTERM to its parent's group (a CI's time limit), is for the forked processes, in their
+    # clients' groups, and for its parent, which ends it once they have stopped
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     _adopt_orphans()
     _OWN_PATH[:] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -271,13 +278,8 @@ def _serve(address, packages):
     for ranks in _RANKS:
         ranks.close()
     deadline = time.monotonic() + 10  # what it forked, and the orphans it adopted, end and are reaped
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.02)
+    while _reap(children) and time.monotonic() < deadline:  # a killed child's client hears of it, and ends
+        time.sleep(0.02)
 
 
 def scan_constants():
@@ -348,13 +350,15 @@ def _kill(pid):
 
 
 def _reap(children):
+    """Reap every child that has ended, telling the clients of those it forked how; whether
+    some child is left."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return False
         if pid == 0:
-            return
+            return True
         conn = children.pop(pid, None)
         if conn is not None:
             code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -496,6 +500,18 @@ def _adopt_path(asked, args):
     sys.path[:] = [first, *given, *rest]
 
 
+def _remove(address):
+    """Remove the server's socket, and the folder :class:`Server` made for it."""
+    folder = os.path.dirname(address)
+    with contextlib.suppress(OSError):
+        os.unlink(address)
+        if os.path.basename(folder).startswith(FOLDER):
+            os.rmdir(folder)
+
+
 if __name__ == "__main__":
-    _serve(sys.argv[1], sys.argv[2:])
+    try:
+        _serve(sys.argv[1], sys.argv[2:])
+    finally:
+        _remove(sys.argv[1])
     os._exit(0)  # what it forked is reaped: skip the interpreter's teardown of torch (a second)

@@ -1,6 +1,6 @@
 """Telling a real Ctrl-C from a ``KeyboardInterrupt`` that the code under test raised.
 
-Both arrive as the same exception. While a :class:`Recorder` is active, the ``SIGINT``
+Both arrive as the same exception (a SIGTERM too, in a simacc command: :func:`stop_on_sigterm`). While a :class:`Recorder` is active, the ``SIGINT``
 handler counts each signal before doing what the previous handler did (Python's own raises
 ``KeyboardInterrupt``), so a ``KeyboardInterrupt`` that comes with no new signal was raised
 by the code: a failure of the property, not the user stopping the run.
@@ -15,6 +15,24 @@ import signal
 import threading
 
 STOPS = {signal.SIGINT, signal.SIGTERM}  # what stops a session (Ctrl-C, a CI's time limit)
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM (a CI's time limit, ``timeout``, ``kill``), taken as a Ctrl-C is."""
+
+
+def stop_on_sigterm():
+    """From now on, take SIGTERM as a Ctrl-C (in a simacc command run as a program): the
+    command stops its children, says what it has and removes its temporary folders, which
+    dying of the signal would leave behind. It passes the first SIGTERM on to children that
+    may not have had it (it may have been for this process alone); a later one is ignored,
+    the command being on its way out already."""
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum, frame):
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # not SIG_IGN, which a new interpreter would inherit
+    raise Terminated
 
 
 class Recorder:
@@ -44,9 +62,11 @@ class Recorder:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
 
-    def real_since(self, count):
-        """Whether a ``SIGINT`` arrived since the count was ``count``."""
-        return self.count > count
+    def real(self, error, count):
+        """Whether ``error``, a ``KeyboardInterrupt``, stops the run: a SIGTERM taken as a
+        Ctrl-C (:class:`Terminated`), or one that came with a ``SIGINT`` since the count was
+        ``count``."""
+        return isinstance(error, Terminated) or self.count > count
 
 
 @contextlib.contextmanager

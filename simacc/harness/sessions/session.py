@@ -161,6 +161,13 @@ class Supervisor:
                 on_poll()
         return self.finish()
 
+    def pass_on(self, interrupt):
+        """After ``interrupt``, a ``KeyboardInterrupt``, stopped this process's wait: a Ctrl-C
+        reached the child too (one process group), a SIGTERM may have been for this process
+        alone, so the child is sent one (:func:`~simacc.harness.processes.interrupts.stop_on_sigterm`)."""
+        if isinstance(interrupt, interrupts.Terminated):
+            self.child.terminate()
+
     def finish(self):
         """After the child ended: its return code, once its output is all read."""
         code = self.child.wait()
@@ -325,8 +332,10 @@ def _wait(started, hear, events, more=lambda: ()):
             if not running and not new:
                 break
             nap([child.child for _, _, child, _ in started])
-    except KeyboardInterrupt:
-        interrupted = True  # the children heard the same Ctrl-C: they stop and say so
+    except KeyboardInterrupt as e:
+        interrupted = True  # the children heard the same Ctrl-C (or are sent the SIGTERM): they stop
+        for _, _, child, _ in started:
+            child.pass_on(e)
     codes = [child.finish() for _, _, child, _ in started]
     hear_all()
     if interrupted:
