@@ -138,7 +138,7 @@ class ServingLoop(RuleBasedStateMachine):
         self.knobs = {}
         self.steps = []
         self.running = []  # the running requests' slots, in batch order
-        self.held = []  # (what, alias, copy) of every output the engine still reads (support.held)
+        self.held = []  # (what, alias, copy, version) of every output the engine still reads (support.held)
         self.views = {}  # with graphs: (input, batch size) -> the view of its static buffer (inputs)
         self.count = 0
         self.bursts = 0
@@ -364,8 +364,8 @@ class ServingLoop(RuleBasedStateMachine):
     def check_held(self, step):
         """Every output the engine still holds is as it was returned."""
         __tracebackhide__ = True
-        for what, tensor, copy in self.held:
-            check_equal(f"{what} (still held)", tensor, copy, step)
+        for what, *result in self.held:
+            support.check_intact(what, result, step)
 
     def hold(self, what, tensor):
         """Keep what a caller keeps of an output (:func:`~simacc.properties.support.held`)."""
@@ -453,7 +453,7 @@ class SlotsLoop(ServingLoop):
         outcome = self.call(step)
         length = self.check_step(outcome, step)
         self.check_statics(self.statics, before, (n["counts"],), step)
-        support.check_fresh_result(outcome, [tensor for _, tensor, _ in self.held], step)
+        support.check_fresh_result(outcome, [tensor for _, tensor, *_ in self.held], step)
         self.check_held(step)
         self.hold(f"the index step {self.count} returned", outcome.returned)
         return length

@@ -41,7 +41,7 @@ import torch
 
 from simacc.contract import vllm as ref
 from simacc.harness.judging import statistics
-from simacc.harness.judging.assertions import check, check_equal
+from simacc.harness.judging.assertions import check
 from simacc.harness.model.programs import Program
 from simacc.harness.model.repro_files import ReproError
 from simacc.properties import serving, support, vllm
@@ -134,17 +134,14 @@ class V2Loop(serving.ServingLoop):
     def check_held(self, step):
         """Every result still held keeps the values of its defined entries."""
         __tracebackhide__ = True
-        for what, alias, copy, defined in self.held:
-            got, expected = alias.cpu(), copy.cpu()
-            if defined is not None:
-                got, expected = got[defined], expected[defined]
-            check_equal(f"{what} (still held; its defined entries)", got, expected, step)
+        for what, *result, defined in self.held:
+            support.check_intact(what, result, step, defined)
 
     def check_fresh(self, outcome, step):
         """No result shares storage with a held one (§17.2: new tensors)."""
         __tracebackhide__ = True
         for name, got in zip(("sampled", "num_sampled"), outcome.returned):
-            for what, alias, _, _ in self.held:
+            for what, alias, *_ in self.held:
                 shared = got.numel() and alias.numel() and support.shares_storage(got, alias)
                 check(not shared, f"{name} shares storage with", f"{what}, still held", "nothing", step)
 

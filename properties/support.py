@@ -418,19 +418,20 @@ def check_every_output(simacc, case, index_name, predict_name, next_step):
         check_accepted_slots(predict_name, predict, positions, drafts_then_bonus(candidates, target, length), case,
                              length)
         check_other_slots_unchanged(predict_name, predict, getattr(case, predict_name).values, positions, case, length)
-    alias, copy = held(outcome.returned)
+    result = held(outcome.returned)
     del outcome  # a caller keeps the index it read, not the result object
     simacc.run(next_step)
-    check_equal("the index, held while the next step's call ran", alias, copy, case)
+    check_intact("the index, held while the next step's call ran,", result, case)
 
 
-def check_documented_draws(outcome, case):
-    """The CPU generator advanced by exactly the draws CONTRACT.md §3 documents."""
+def check_documented_draws(outcome, case, where=""):
+    """The CPU generator advanced by exactly the draws CONTRACT.md §3 documents (``outcome``
+    has its state before and after the call; ``where`` says in which process)."""
     __tracebackhide__ = True
     _, state, draws = documented_draws(case)
-    got = "advanced by other draws" if outcome.draws_consumed else "unchanged (no draw)"
+    got = "unchanged (no draw)" if torch.equal(outcome.rng_before, outcome.rng_after) else "advanced by other draws"
     want = f"advanced by exactly the {draws} documented draw(s)" if draws else "unchanged (no draw)"
-    check(torch.equal(outcome.rng_after, state), "CPU generator state", got, want, case)
+    check(torch.equal(outcome.rng_after, state), f"CPU generator state{where}", got, want, case)
 
 
 def check_accepted_slots(what, predict, positions, tokens, case, length, roles=None):
@@ -466,6 +467,25 @@ def check_inputs_untouched(outcome, case, names):
         fresh = getattr(case, name).on(outcome.device)
         check_equal(f"{name} storage", whole_storage(got), whole_storage(fresh), case,
                     role=gap_role(getattr(case, name).layout))
+
+
+def check_nothing_outside_views(outcome, case, names):
+    """Nothing of each named 1-D output's storage outside its view is written: a write
+    through wrong strides, or a fill over the view's whole span, lands in its gaps."""
+    __tracebackhide__ = True
+    for name in names:
+        got, fresh = outcome.args[name], getattr(case, name).on(outcome.device)
+        outside = whole_storage(got).clone()
+        outside[_view_positions(got)] = 0
+        expected = whole_storage(fresh).clone()
+        expected[_view_positions(fresh)] = 0
+        check_equal(f"{name}'s storage outside the view", outside, expected, case,
+                    role=gap_role(getattr(case, name).layout))
+
+
+def _view_positions(t):
+    """The storage positions that the 1-D view ``t`` covers."""
+    return t.storage_offset() + torch.arange(t.shape[0], device=t.device) * t.stride(0)
 
 
 def check_index_type(outcome, case, inputs):
@@ -510,29 +530,53 @@ def check_fresh_across_calls(simacc, case):
     pool of output buffers can be deep), every result held as a caller that has dropped it
     holds it (:func:`held`): each is fresh (:func:`check_fresh_result`) against all the
     earlier ones, which keep their values (checked after every call, or after the last of a
-    long run)."""
+    long run) and are never written in place, even to be put back (seen by their version
+    counter, outside inference mode)."""
     __tracebackhide__ = True
     kept = []
     calls = LONG_HELD_CALLS if case.seed % LONG_EVERY == 0 else HELD_CALLS
     for number in range(1, calls + 1):
         outcome = simacc.run(case)
-        check_fresh_result(outcome, [alias for alias, _ in kept], case)
-        if calls == HELD_CALLS or number == calls:
-            for back, (alias, copy) in enumerate(reversed(kept), 1):
-                check_equal(f"the index of the call {back} before this one (still held)", alias, copy, case)
+        check_fresh_result(outcome, [alias for alias, _, _ in kept], case)
+        for back, result in enumerate(reversed(kept), 1):
+            check_intact(f"the index of the call {back} before this one", result, case,
+                         values=calls == HELD_CALLS or number == calls)
         kept.append(held(outcome.returned))
         del outcome  # the result object itself is not kept: only what a caller keeps of it
 
 
 def held(result):
-    """``(alias, copy)``: a tensor over the result's storage that keeps no reference to the
-    result object (``detach()``), and a copy of its values. A caller that keeps a view of an
-    inference tensor, or the data of a result it dropped, holds no more than that, so an
-    implementation that recycles an output buffer once nobody references it
-    (``sys.getrefcount``) is seen reusing storage that is still read; holding the result
-    object itself would keep the buffer from ever being recycled while simacc watches."""
+    """``(alias, copy, version)``: a tensor over the result's storage that keeps no reference
+    to the result object (``detach()``), a copy of its values, and its version counter. A
+    caller that keeps a view of an inference tensor, or the data of a result it dropped, holds
+    no more than that, so an implementation that recycles an output buffer once nobody
+    references it (``sys.getrefcount``) is seen reusing storage that is still read; holding
+    the result object itself would keep the buffer from ever being recycled while simacc
+    watches."""
     alias = result.detach()
-    return alias, alias.clone()
+    return alias, alias.clone(), _version(alias)
+
+
+def check_intact(what, result, case, defined=None, values=True):
+    """A :func:`held` result keeps its values (with ``values``; those at ``defined`` where
+    given) and was never written in place since it was returned, even to be put back (§11.2:
+    an overlap scheduler reads it while the next call runs). The writes are seen by the version
+    counter, which an inference tensor does not keep."""
+    __tracebackhide__ = True
+    alias, copy, version = result
+    if values:
+        got, expected = (alias.cpu()[defined], copy.cpu()[defined]) if defined is not None else (alias, copy)
+        check_equal(f"{what} (still held{'; its defined entries' if defined is not None else ''})", got, expected,
+                    case)
+    check(_version(alias) == version, f"{what} (still held)", "written in place since it was returned",
+          "never written once returned", case)
+
+
+def _version(t):
+    """How many times ``t``'s storage was written in place through it or a view of it (a
+    detached alias shares the count); None for an inference tensor, which keeps none, and
+    for an empty one, which a write leaves as it was."""
+    return None if t.is_inference() or not t.numel() else t._version
 
 
 def whole_storage(t):

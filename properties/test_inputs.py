@@ -12,13 +12,16 @@ from simacc.properties import support
 
 CONTRACTS = ("eagle", "legacy")
 INPUTS = ("accept_index", "candidates", "target_predict")
+OUTPUTS = ("predict", "num_correct_drafts")  # written, within their views only
 cases = support.eagle_cases_for_impl()
 
 
 @claim(*CONTRACTS, case=cases)
 def test_inputs_are_never_written(simacc, case):
-    """accept_index, candidates and target_predict are never written, gaps of strided views included (§4.6)."""
-    support.check_inputs_untouched(simacc.run(case), case, INPUTS)
+    """accept_index, candidates and target_predict are never written, nor the gaps of strided views, theirs or predict's and num_correct_drafts' (§4.6)."""
+    outcome = simacc.run(case)
+    support.check_inputs_untouched(outcome, case, INPUTS)
+    support.check_nothing_outside_views(outcome, case, OUTPUTS)
 
 
 @claim(*CONTRACTS, case=cases)

@@ -6,9 +6,13 @@ The property keeps two ranks for the whole test (:func:`simacc.harness.sessions.
 one a copy of the test's process and one a new interpreter, and sends each drawn case to both,
 so the ranks make the same sequence of calls from their first: an implementation that draws
 from the operating system, the clock, its process id, an address, a string's hash or an
-unseeded generator gives them different draws, at either level. It applies to every contract
-whose draws come from somewhere (``Contract.draws``); the kernel op and vLLM's decision are
-handed their randomness, and vLLM's settings and conversion draw nothing.
+unseeded generator gives them different draws, at either level; one that reseeds torch's
+generator from the operating system leaves them in different states. The ranks are the
+processes whose first call simacc sees (the session's first call is another property's): at
+the exact level, a contract whose draws §3 documents makes exactly those there too (§11.4).
+It applies to every contract whose draws come from somewhere (``Contract.draws``); the kernel
+op and vLLM's decision are handed their randomness, and vLLM's settings and conversion draw
+nothing.
 """
 
 import torch
@@ -22,11 +26,12 @@ from simacc.properties import support, vllm
 
 CONTRACTS = tuple(name for name, record in contracts.CONTRACTS.items() if record.draws)
 VLLM_SAMPLERS = ("vllm_v1", "vllm_v2")
+DOCUMENTED = ("eagle", "legacy", "dflash", "dspark_length")  # their draws are §3's, held to it at the exact level
 
 
 @claim(*CONTRACTS, case=support.cases_for_impl)
 def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
-    """Two ranks that import the implementation anew, one a new interpreter, draw alike from the same inputs and seed (§11.7)."""
+    """Two ranks that import the implementation anew, one a new interpreter, draw alike from the same inputs and seed, from their first call (§11.4, §11.7)."""
     first, second = ranks.of(simacc, case)
     for rank, outcome in enumerate((first, second)):
         changed = "; ".join(outcome.changed)
@@ -35,6 +40,10 @@ def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
           "rank 0", case)
     if first.error is not None:
         return
+    check(torch.equal(first.rng_after, second.rng_after), "torch's CPU generator after the call in rank 1",
+          "in another state", "as in rank 0 (seeded alike before it)", case)
+    if simacc.impl.contract in DOCUMENTED and simacc.impl.level == "exact":  # a process's first call too (§11.4)
+        support.check_documented_draws(first, case, " in rank 0")
     if simacc.impl.contract in VLLM_SAMPLERS:
         _check_requests_alike(case, first, second)
         return

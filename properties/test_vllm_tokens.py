@@ -136,16 +136,6 @@ def _reversed(case):
     return vllm.reordered(case, list(range(case.bs - 1, -1, -1)))
 
 
-def _check_still_held(case, what, held, defined=None):
-    """A result held across a later call keeps its (defined) values (§16.1, §17.2: a new tensor each call)."""
-    __tracebackhide__ = True
-    alias, copy = held
-    got, expected = alias.cpu(), copy.cpu()
-    if defined is not None:
-        got, expected = got[defined], expected[defined]
-    check_equal(f"{what} (still held after a second call of its shape)", got, expected, case)
-
-
 @claim("vllm_decision", case=sv.decision_server_batches())
 def test_vllm_decision_a_servers_batch_is_exact(simacc, case):
     """A batch of 1025 requests of up to 12 drafts, and the same reversed, get §16.1's whole output; the first still holds its values after the second call (§16.1)."""
@@ -154,7 +144,7 @@ def test_vllm_decision_a_servers_batch_is_exact(simacc, case):
     held = support.held(first.returned)
     backwards = _reversed(case)
     _check_decision(backwards, simacc.run(backwards))
-    _check_still_held(case, "the first call's result", held)
+    support.check_intact("the first call's result", held, case)
 
 
 @claim("vllm_v2", case=sv.v2_server_batches())
@@ -172,5 +162,5 @@ def test_vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order(simacc,
         check(got == expected, f"request {r}'s tokens with the batch reversed (it is request {case.bs - 1 - r} there)",
               got, f"{expected}, as in the batch's order: its seed, positions and logits are the same", case)
     defined = torch.arange(case.k + 1) < counts[:, None]
-    _check_still_held(case, "the first call's sampled", held[0], defined)
-    _check_still_held(case, "the first call's num_sampled", held[1])
+    support.check_intact("the first call's sampled", held[0], case, defined)
+    support.check_intact("the first call's num_sampled", held[1], case)

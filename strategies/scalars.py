@@ -53,10 +53,17 @@ def _not_a_token_mode(text):
 # category it takes 0.14 s, and the examples are the same
 _TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 _BAD_ACC_LENS = st.sampled_from((0.0, -0.0, -math.inf, math.nan, -5e-324)) | st.floats(max_value=0, allow_nan=False)
+
+
+def _longer(names):
+    """A name of ``names`` with text after it: what a match by prefix takes for the name."""
+    return st.tuples(st.sampled_from(names), _TEXT.filter(bool)).map("".join)
+
+
 _BAD_METHODS = st.sampled_from(
     ("gaussian", "match_expected", "Multinomial", "MATCH-EXPECTED", " multinomial", "")
-) | _TEXT.filter(_not_a_method)
-_BAD_TOKEN_MODES = st.sampled_from(("real", "real_draft_token", "Fixed", "fixed ", "")) | _TEXT.filter(
+) | _longer(sa.METHODS) | _TEXT.filter(_not_a_method)
+_BAD_TOKEN_MODES = st.sampled_from(("real", "real_draft_token", "Fixed", "fixed ", "")) | _longer(sa.TOKEN_MODES) | _TEXT.filter(
     _not_a_token_mode
 )
 
@@ -150,8 +157,8 @@ def methods():
 
 
 def bad_methods():
-    """Method names that are not in ``simacc.METHODS``: near misses and arbitrary text.
-    Shrinks toward the first near miss."""
+    """Method names that are not in ``simacc.METHODS``: near misses, a name with text after
+    it, and arbitrary text. Shrinks toward the first near miss."""
     return _BAD_METHODS
 
 
@@ -163,7 +170,8 @@ def token_modes(modes=sa.TOKEN_MODES):
 
 
 def bad_token_modes():
-    """Token-mode names that are not in ``simacc.TOKEN_MODES``; shrinks toward a near miss."""
+    """Token-mode names that are not in ``simacc.TOKEN_MODES`` (near misses, a name with text
+    after it, arbitrary text); shrinks toward a near miss."""
     return _BAD_TOKEN_MODES
 
 

@@ -244,7 +244,8 @@ def test_a_held_result_keeps_no_reference_to_the_result_object(mode):
     with mode():
         result = torch.arange(6, dtype=torch.int32).reshape(2, 3)
     before = sys.getrefcount(result)
-    alias, copy = support.held(result)
+    alias, copy, version = support.held(result)
     assert sys.getrefcount(result) == before  # a pool counting references sees the result free
+    assert version == (None if result.is_inference() else result._version)  # inference tensors keep no count
     assert support.shares_storage(alias, result) and not support.shares_storage(copy, result)
     assert torch.equal(alias, result) and torch.equal(copy, result)

@@ -96,6 +96,12 @@ def write_tokens(predict, out, candidates, target_predict, length):
     predict[slots] = tokens.reshape(-1).to(predict.dtype)
 
 
+def span(t):
+    """A dense 1-D view of the memory the 1-D view ``t`` spans, from its first element to its
+    last: a strided view's gaps included (what a one-launch fill of the span writes)."""
+    return torch.as_strided(t, ((t.shape[0] - 1) * t.stride(0) + 1 if t.shape[0] else 0,), (1,), t.storage_offset())
+
+
 def simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, mode, fill=None):
     """CONTRACT.md §4.2-§4.5 for an already sampled ``L``; returns the index (``fill``: as
     :func:`finish`)."""

@@ -463,6 +463,18 @@ def unknown_method_raises_key_error(accept_index, predict, num_correct_drafts, c
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
 
 
+@register("checks", "rejects_unknown_method_before_writing")
+def matches_the_method_by_prefix(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Matches the method by its prefix, to allow versioned names: "multinomial-v2" is taken for multinomial, not refused."""
+    method = next((m for m in ("match-expected", "multinomial") if simulate_acc_method.startswith(m)),
+                  simulate_acc_method)
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
 # -- defaults -------------------------------------------------------------------------------
 
 
@@ -484,3 +496,15 @@ def default_mode_is_real_draft_token(accept_index, predict, num_correct_drafts, 
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, simulate_acc_method, width)
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width, simulate_acc_token_mode)
+
+
+@register("layout", "inputs_are_never_written")
+def fills_the_counts_span(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                          bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Fills num_correct_drafts over the memory its view spans, in one launch: a strided view's gaps get written too."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                        simulate_acc_token_mode)
+    base.span(num_correct_drafts).fill_(length - 1)
+    return out

@@ -79,3 +79,15 @@ def legacy_weights_in_half_precision(accept_index, predict, num_correct_drafts, 
         weights = torch.tensor([1 - (x - lo), x - lo], dtype=torch.float16)
         length = lo + torch.multinomial(weights, 1).item()
     return base.simulate(length, accept_index, predict, num_correct_drafts, None, None, width, "fixed")
+
+
+@register("layout", "inputs_are_never_written")
+def legacy_fills_the_views_span(accept_index, predict, num_correct_drafts, bs, spec_steps, simulate_acc_len,
+                                simulate_acc_method):
+    """Fills predict and the counts over the memory their views span, in one launch each: a strided view's gaps get written too."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = base.index(accept_index[:, 0], length, width)
+    base.span(num_correct_drafts).fill_(length - 1)
+    base.span(predict).fill_(base.FIXED)
+    return out

@@ -2,8 +2,10 @@
 result, then leaves one piece of process-wide state the way a serving process would not want
 it. The runner puts the state back after every call and fails whichever property made the
 call, so a change made once, on the first call of a process, fails the property that happened
-to call first; ``leaves_the_process_as_it_found_it`` judges the import as well. Two correct
-ones set state for the length of their call, or once, at import, and put it back.
+to call first; ``leaves_the_process_as_it_found_it`` judges the import as well. Two act on
+torch's generator on their first call, which only the ranks see (new processes, whose first
+call is the rank property's). Two correct ones set state for the length of their call, or
+once, at import, and put it back.
 """
 
 import os
@@ -16,6 +18,7 @@ from simacc.contract.reference import generate_simulated_accept_index
 from simacc.zoo.base import register
 
 PROCESS = "leaves_the_process_as_it_found_it"
+RANKS = "ranks_agree_given_the_same_inputs_and_seed"  # its processes' first calls are the ones simacc judges
 
 
 @register("process state", PROCESS)
@@ -57,6 +60,27 @@ def stays_in_its_own_folder(accept_index, predict, num_correct_drafts, candidate
                                            spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
+@register("process state", PROCESS)
+def leaves_matmul_precision_high(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Sets torch's float32 matmul precision to "high" (TF32 on CUDA) for speed, for every caller after it."""
+    torch.set_float32_matmul_precision("high")
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("process state", "rejects_nonpositive_or_nan_length_before_writing")
+def leaves_signals_blocked_when_it_raises(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                          bs, spec_steps, simulate_acc_len, simulate_acc_method,
+                                          simulate_acc_token_mode):
+    """Blocks SIGINT and SIGTERM while it works and unblocks them only when it returns: a call that raises leaves them blocked, and the server's handlers never run."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+    out = generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                          spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+    return out
+
+
 _KEPT = []
 
 
@@ -84,6 +108,38 @@ def turns_on_deterministic_algorithms_on_its_first_call(accept_index, predict, n
         torch.use_deterministic_algorithms(True, warn_only=True)
     return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
                                            spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+_WARMED = {"done": False}
+
+
+@register("process state", RANKS)
+def warms_up_with_a_draw_on_its_first_call(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                          spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                          simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Warms its kernels up with one more draw from torch's generator on its first call, after drawing L: every later step follows a shifted stream."""
+    out = generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                          spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+    if not _WARMED["done"]:
+        _WARMED["done"] = True
+        torch.randint(0, 2, (1,))
+    return out
+
+
+_SEEDED = {"done": False}
+
+
+@register("process state", RANKS)
+def reseeds_the_generator_on_its_first_call(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                            spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                            simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Reseeds torch's generator from the operating system on its first call (a lazy set-up's torch.seed()), after drawing L: each rank follows a stream of its own from then on."""
+    out = generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                          spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+    if not _SEEDED["done"]:
+        _SEEDED["done"] = True
+        torch.seed()
+    return out
 
 
 @register("correct")

@@ -116,6 +116,29 @@ def index_cached_per_input_object(accept_index, predict, num_correct_drafts, can
                        simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
+_LAST = {}  # device: the index the last call returned
+
+
+@register("serving", "serving_loop_conforms_at_every_step")
+def builds_its_index_in_the_last_one(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                     bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                     simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Builds each index in the one it returned last (same shape), copies it out and puts the old values back: a reader of the last result sees the new one meanwhile."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    last = _LAST.get(accept_index.device)
+    if last is not None and last.shape == (bs, width):
+        saved = last.clone()
+        last.copy_(base.index(accept_index[:, 0], length, width))
+        out = last.clone()
+        last.copy_(saved)
+    else:
+        with torch.inference_mode(False):
+            out = base.index(accept_index[:, 0], length, width)
+    _LAST[accept_index.device] = out
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
 def _from_cache(key_of, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """The call, its index cached per ``key_of(accept_index)``, shape and L."""

@@ -1,7 +1,8 @@
 """The process-wide state a call must leave as it found it (CONTRACT.md §11.4): torch's
-default dtype and device, grad mode, inference mode, the deterministic-algorithms flag and the thread count,
-and the working directory and every signal's handler (a serving process has its own, and the
-harness relies on ``SIGALRM`` for the time limit and ``SIGINT`` for Ctrl-C).
+default dtype and device, grad mode, inference mode, the deterministic-algorithms flag, the thread count
+and the float32 matmul precision, and the working directory, every signal's handler and the calling
+thread's signal mask (a serving process has its own handlers, a signal blocked never reaches them,
+and the harness relies on ``SIGALRM`` for the time limit and ``SIGINT`` for Ctrl-C).
 
 The runner takes a :func:`snapshot` before each call and :func:`restore`\\ s it after, keeping
 what had changed for the property that judges it; the implementation's import is wrapped
@@ -32,6 +33,7 @@ import torch
 # every signal a handler can be set for (SIGKILL and SIGSTOP cannot be caught)
 _SIGNALS = tuple(sorted(set(signal.valid_signals()) - {getattr(signal, "SIGKILL", None), getattr(signal, "SIGSTOP", None)}))
 _modes = getattr(torch._C, "_len_torch_function_stack", None)
+_SIGMASK = hasattr(signal, "pthread_sigmask")
 _OWN_THREADS = []  # torch's thread count before share_the_cores changed it, where it did
 
 
@@ -43,8 +45,10 @@ class Snapshot(NamedTuple):
     inference: bool
     deterministic: tuple
     threads: int
+    precision: str  # torch's float32 matmul precision
     cwd: str | None
     handlers: tuple
+    blocked: set  # the calling thread's signal mask
 
 
 def snapshot():
@@ -58,7 +62,8 @@ def snapshot():
     return (torch.get_default_dtype(), modes, torch.get_default_device() if modes else None, torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
-            torch.get_num_threads(), cwd, tuple(map(_handler, _SIGNALS)))
+            torch.get_num_threads(), torch.get_float32_matmul_precision(), cwd, tuple(map(_handler, _SIGNALS)),
+            _mask())
 
 
 def restore(before):
@@ -87,6 +92,9 @@ def restore(before):
     if now.threads != before.threads:
         changes.append(f"thread count {before.threads} -> {now.threads}")
         torch.set_num_threads(before.threads)
+    if now.precision != before.precision:
+        changes.append(f"float32 matmul precision {before.precision} -> {now.precision}")
+        torch.set_float32_matmul_precision(before.precision)
     if now.cwd != before.cwd:
         changes.append(f"working directory {before.cwd} -> {now.cwd or '(removed)'}")
         if before.cwd is not None:
@@ -98,7 +106,16 @@ def restore(before):
                 signal.signal(number, old)
             except (ValueError, TypeError):  # outside the main thread, or not a handler Python set
                 pass
+    if now.blocked != before.blocked:
+        names = ", ".join(sorted(map(_signal_name, now.blocked ^ before.blocked)))
+        changes.append(f"signal mask: {names} {'blocked' if now.blocked > before.blocked else 'changed'}")
+        signal.pthread_sigmask(signal.SIG_SETMASK, before.blocked)
     return tuple(changes)
+
+
+def _mask():
+    """The calling thread's blocked signals (empty where the system has no ``pthread_sigmask``)."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, ()) if _SIGMASK else set()
 
 
 def _restore_device(before):

@@ -34,13 +34,15 @@ _OF_RUNNER = weakref.WeakKeyDictionary()  # a test's runner: its ranks
 @dataclass
 class RankOutcome:
     """One call in one rank: what it returned, its arguments afterwards (CPU tensors; a
-    generator as its state), its error as one line (None when it returned), and what it changed
-    in the rank's process (restored)."""
+    generator as its state), its error as one line (None when it returned), what it changed
+    in the rank's process (restored), and torch's CPU generator state before and after it."""
 
     returned: object
     args: dict
     error: str | None
     changed: tuple = ()
+    rng_before: torch.Tensor | None = None
+    rng_after: torch.Tensor | None = None
 
 
 class RankFailed(AssertionError):
@@ -165,7 +167,7 @@ def _call(case):
     outcome = _RUNNER["runner"].attempt(case)
     error = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"[:2000]
     return RankOutcome(_on_cpu(outcome.returned), {k: _on_cpu(v) for k, v in outcome.args.items()}, error,
-                       outcome.changed)
+                       outcome.changed, outcome.rng_before, outcome.rng_after)
 
 
 def _on_cpu(value):
