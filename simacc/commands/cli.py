@@ -78,15 +78,30 @@ def main(argv=None):
         from simacc.harness.processes import watch
 
         watch.configure(supervised_by)
-        code = args.run(args)
+        code = _run(args, argv)
         watch.report_result(supervised_by, code)
         if argv is None:
             end_process(code)
         return code
-    code = args.run(args)
+    code = _run(args, argv)
     if argv is None and getattr(args, "end_process", False):
         end_process(code)
     return code
+
+
+def _run(args, argv):
+    """The command's exit code; run as a program, a Ctrl-C (or SIGTERM) that the command did
+    not take itself ends it with one line and exit 130, not a traceback. Called in a process
+    of someone else's (``argv`` given), it is theirs."""
+    if argv is not None:
+        return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        from simacc.commands.exits import Exit
+
+        print(f"simacc {args.command}: interrupted", file=sys.stderr)
+        return Exit.INTERRUPTED
 
 
 def end_process(code):

@@ -31,8 +31,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-from simacc.commands.exits import Exit
-
 SCHEMA = "simacc.mutants/1"
 KILLED, SURVIVED, ACCEPTED, REJECTED, NOT_RUN = "killed", "SURVIVED", "accepted", "REJECTED", "not run"
 DEFAULT_WORKERS = 2
@@ -306,9 +304,6 @@ def run(args):
     except ZooError as e:
         print(f"simacc mutants: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("simacc mutants: interrupted", file=sys.stderr)
-        return Exit.INTERRUPTED
     print(render(result))
     if result.exit_code == NOTHING_RAN:
         print("simacc mutants: nothing ran: every selected entry needs a device missing here", file=sys.stderr)
