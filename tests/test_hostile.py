@@ -148,6 +148,15 @@ def test_a_default_device_left_on_meta_fails_every_property_and_never_reaches_th
     assert torch.get_default_device() == torch.device("cpu")
 
 
+@pytest.mark.skipif(not hasattr(torch.backends.mkldnn, "matmul"), reason="torch has no per-backend precision here")
+def test_a_matmul_precision_set_per_backend_is_named_and_put_back_never_breaking_the_harness(workdir):
+    # torch's getter raises on such a state: read naively, every later call of the run would fail with it
+    got = checked("sets_matmul_precision_per_backend", PROCESS, INDEX)
+    for pid in (PROCESS, INDEX):
+        assert got[pid][0] == Status.FAIL and "float32 matmul precision highest -> set per backend" in got[pid][1], got
+    assert torch.get_float32_matmul_precision() == "highest"
+
+
 def test_a_change_of_directory_is_put_back_after_each_call(workdir):
     got = checked("changes_directory", PROCESS, FIXED)
     assert got[PROCESS][0] == Status.FAIL and f"working directory {workdir} -> " in got[PROCESS][1]

@@ -62,8 +62,7 @@ def snapshot():
     return (torch.get_default_dtype(), modes, torch.get_default_device() if modes else None, torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
-            torch.get_num_threads(), torch.get_float32_matmul_precision(), cwd, tuple(map(_handler, _SIGNALS)),
-            _mask())
+            torch.get_num_threads(), _precision(), cwd, tuple(map(_handler, _SIGNALS)), _mask())
 
 
 def restore(before):
@@ -111,6 +110,16 @@ def restore(before):
         changes.append(f"signal mask: {names} {'blocked' if now.blocked > before.blocked else 'changed'}")
         signal.pthread_sigmask(signal.SIG_SETMASK, before.blocked)
     return tuple(changes)
+
+
+def _precision():
+    """torch's float32 matmul precision, or what says it was set per backend (its newer
+    ``torch.backends.*.fp32_precision``) to values the one name cannot say: torch's getter then
+    raises, and the harness never sets them so."""
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        return "set per backend (torch.backends.*.fp32_precision)"
 
 
 def _mask():
