@@ -56,8 +56,16 @@ _BAD_ACC_LENS = st.sampled_from((0.0, -0.0, -math.inf, math.nan, -5e-324)) | st.
 
 
 def _longer(names):
-    """A name of ``names`` with text after it: what a match by prefix takes for the name."""
-    return st.tuples(st.sampled_from(names), _TEXT.filter(bool)).map("".join)
+    """A name of ``names`` with text after it (what a match by prefix takes for the name), or
+    before it behind a separator (what a port that drops a namespace, "sglang:multinomial",
+    takes for it)."""
+    after = st.tuples(st.sampled_from(names), _TEXT.filter(bool))
+    before = st.tuples(_TEXT, st.sampled_from((":", "/", ".", "")), st.sampled_from(names)).filter(_not_a_name)
+    return (after | before).map("".join)
+
+
+def _not_a_name(parts):
+    return any(parts[:-1])
 
 
 _BAD_METHODS = st.sampled_from(

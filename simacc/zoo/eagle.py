@@ -475,6 +475,17 @@ def matches_the_method_by_prefix(accept_index, predict, num_correct_drafts, cand
                          simulate_acc_token_mode)
 
 
+@register("checks", "rejects_unknown_method_before_writing")
+def drops_the_methods_namespace(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Reads the method after its last ":" or "/", to allow namespaced names: "sglang:multinomial" is taken for multinomial, not refused."""
+    method = simulate_acc_method.replace("/", ":").rpartition(":")[2]
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
 # -- defaults -------------------------------------------------------------------------------
 
 
