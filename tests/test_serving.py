@@ -55,7 +55,8 @@ def test_a_failing_program_replays_from_its_repro_file_and_prints_its_steps(tmp_
     assert cli.main(["repro", str(path), "--trust-recorded-impl"]) == 1
     out = capsys.readouterr().out
     assert "program   EagleLoop(mode=" in out and "  1  " in out and "under inference" in out
-    assert "FAIL: index shares storage with" in out, out
+    # the pool hands out a buffer still held: seen sharing its storage, or writing into it first
+    assert "FAIL: index shares storage with" in out or "written in place since it was returned" in out, out
     assert cli.main(["repro", str(path), "--impl", "simacc:generate_simulated_accept_index"]) == 0
     assert "pass: serving_loop_conforms_at_every_step holds" in capsys.readouterr().out
 
