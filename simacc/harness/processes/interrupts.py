@@ -1,9 +1,10 @@
 """Telling a real Ctrl-C from a ``KeyboardInterrupt`` that the code under test raised.
 
-Both arrive as the same exception (a SIGTERM too, in a simacc command: :func:`stop_on_sigterm`). While a :class:`Recorder` is active, the ``SIGINT``
-handler counts each signal before doing what the previous handler did (Python's own raises
-``KeyboardInterrupt``), so a ``KeyboardInterrupt`` that comes with no new signal was raised
-by the code: a failure of the property, not the user stopping the run.
+Both arrive as the same exception (and a SIGTERM, in a simacc command: :func:`stop_on_sigterm`).
+While a :class:`Recorder` is active, the ``SIGINT`` handler counts each signal before doing
+what the previous handler did (Python's own raises ``KeyboardInterrupt``), so a
+``KeyboardInterrupt`` that comes with no new signal was raised by the code: a failure of the
+property, not the user stopping the run.
 
 A Ctrl-C can also land where an exception breaks what it interrupts (half-way through
 starting a child, inside ``Popen.poll``): :func:`deferred` holds it back until such a
@@ -24,9 +25,9 @@ class Terminated(KeyboardInterrupt):
 def stop_on_sigterm():
     """From now on, take SIGTERM as a Ctrl-C (in a simacc command run as a program): the
     command stops its children, says what it has and removes its temporary folders, which
-    dying of the signal would leave behind. It passes the first SIGTERM on to children that
-    may not have had it (it may have been for this process alone); a later one is ignored,
-    the command being on its way out already."""
+    dying of the signal would leave behind. It passes the SIGTERM on to the children it may
+    not have reached (:meth:`~simacc.harness.sessions.session.Supervisor.pass_on`); a later
+    one is ignored, the command being on its way out already."""
     signal.signal(signal.SIGTERM, _terminated)
 
 
