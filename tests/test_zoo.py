@@ -12,6 +12,7 @@ not report).
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -158,6 +159,15 @@ def test_a_sigterm_ends_the_command_and_its_workers_at_once(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.endswith("simacc mutants: interrupted\n"), err
     assert _session(proc.pid) == [] and os.listdir(tmp_path / "tmp") == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_ends_with_the_command_even_when_the_command_is_killed():
+    # a worker of a command that died of a SIGKILL waited on its queue for ever (seen: an hour)
+    code = ("import ctypes; from simacc.commands import mutants; mutants._worker(); sig = ctypes.c_int(); "
+            "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)")  # PR_GET_PDEATHSIG
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == str(int(signal.SIGTERM)), done.stderr
 
 
 def _session(sid):

@@ -214,10 +214,17 @@ def _results(jobs, workers, profile, max_examples, expected_only):
 def _worker():
     """(a worker process, as it starts) Deaf to the terminal's Ctrl-C, after which it would
     start its next job: the command, which hears it (or a SIGTERM), ends the workers itself,
-    and what a worker started (its fork servers) ends with it."""
+    and what a worker started (its fork servers) ends with it. Where the command dies without
+    a word (a SIGKILL), Linux sends the worker a SIGTERM (``PR_SET_PDEATHSIG``): it would
+    otherwise wait on its queue for ever."""
+    import ctypes
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux
+        pass
 
 
 class ZooError(Exception):
