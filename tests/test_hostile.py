@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,28 @@ def test_a_matmul_precision_set_per_backend_is_named_and_put_back_never_breaking
     for pid in (PROCESS, INDEX):
         assert got[pid][0] == Status.FAIL and "float32 matmul precision highest -> set per backend" in got[pid][1], got
     assert torch.get_float32_matmul_precision() == "highest"
+
+
+@pytest.mark.skipif(not hasattr(torch.backends.mkldnn, "matmul"), reason="torch has no per-backend precision here")
+def test_a_host_whose_precision_is_set_per_backend_sees_a_change_named_and_no_warning():
+    # the plugin lives in the host's process: its own state is one no one name can put back
+    from simacc.harness.call import process_state
+
+    backends = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
+    kept, name = [b.fp32_precision for b in backends], torch.get_float32_matmul_precision()
+    try:
+        torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+        before = process_state.snapshot()
+        torch.set_float32_matmul_precision("high")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            changes = process_state.restore(before)
+        assert changes == ("float32 matmul precision set per backend (torch.backends.*.fp32_precision) -> high",)
+    finally:
+        torch.set_float32_matmul_precision(name)
+        for b, value in zip(backends, kept):
+            b.fp32_precision = value
+    assert torch.get_float32_matmul_precision() == name
 
 
 def test_a_change_of_directory_is_put_back_after_each_call(workdir):

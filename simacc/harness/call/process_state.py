@@ -34,6 +34,7 @@ import torch
 _SIGNALS = tuple(sorted(set(signal.valid_signals()) - {getattr(signal, "SIGKILL", None), getattr(signal, "SIGSTOP", None)}))
 _modes = getattr(torch._C, "_len_torch_function_stack", None)
 _SIGMASK = hasattr(signal, "pthread_sigmask")
+_PER_BACKEND = "set per backend (torch.backends.*.fp32_precision)"  # a precision torch's one name cannot say
 _OWN_THREADS = []  # torch's thread count before share_the_cores changed it, where it did
 
 
@@ -93,7 +94,8 @@ def restore(before):
         torch.set_num_threads(before.threads)
     if now.precision != before.precision:
         changes.append(f"float32 matmul precision {before.precision} -> {now.precision}")
-        torch.set_float32_matmul_precision(before.precision)
+        if before.precision != _PER_BACKEND:  # a state no one name says cannot be put back by one (torch warns)
+            torch.set_float32_matmul_precision(before.precision)
     if now.cwd != before.cwd:
         changes.append(f"working directory {before.cwd} -> {now.cwd or '(removed)'}")
         if before.cwd is not None:
@@ -119,7 +121,7 @@ def _precision():
     try:
         return torch.get_float32_matmul_precision()
     except RuntimeError:
-        return "set per backend (torch.backends.*.fp32_precision)"
+        return _PER_BACKEND
 
 
 def _mask():
