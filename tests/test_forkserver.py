@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+import offered
 import pytest
 
 from simacc.harness.processes import forkclient, forkserver
@@ -199,22 +200,7 @@ def test_a_check_leaves_no_process_behind(tmp_path):
                              preexec_fn=os.setpgrp, env=own)
     out, _ = check.communicate(timeout=300)
     assert check.returncode == 0, out
-    assert _group(check.pid) == [], out
-
-
-def _group(pgid):
-    """The processes of process group ``pgid`` (read from /proc), with their states."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                found.append((int(entry), fields[0]))
-    return found
+    assert offered.group(check.pid) == [], out
 
 
 def _gone(pid, patience=10.0):

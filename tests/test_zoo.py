@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+import offered
 import pytest
 from hypothesis import Phase, settings
 
@@ -152,13 +153,13 @@ def test_a_sigterm_ends_the_command_and_its_workers_at_once(tmp_path):
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     deadline = time.monotonic() + 120
-    while len([p for p in _session(proc.pid) if b"spawn_main" in p]) < 2 and time.monotonic() < deadline:
+    while len([p for p in offered.group(proc.pid) if b"spawn_main" in p[2]]) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)  # into their jobs (the whole catalogue, twice: seconds)
     proc.terminate()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.endswith("simacc mutants: interrupted\n"), err
-    assert _session(proc.pid) == [] and os.listdir(tmp_path / "tmp") == []
+    assert offered.group(proc.pid) == [] and os.listdir(tmp_path / "tmp") == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -168,17 +169,3 @@ def test_a_worker_ends_with_the_command_even_when_the_command_is_killed():
             "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)")  # PR_GET_PDEATHSIG
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == str(int(signal.SIGTERM)), done.stderr
-
-
-def _session(sid):
-    """The command lines of the processes of session ``sid`` (read from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:
-                    with open(f"/proc/{entry}/cmdline", "rb") as g:
-                        found.append(g.read())
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
