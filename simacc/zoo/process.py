@@ -69,6 +69,15 @@ def leaves_matmul_precision_high(accept_index, predict, num_correct_drafts, cand
                                            spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
+@register("process state", PROCESS)
+def leaves_anomaly_detection_on(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Turns on autograd's anomaly detection, a debugging aid left in, and never off: every later autograd op in the process records a traceback."""
+    torch.autograd.set_detect_anomaly(True)
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
 @register("process state", "rejects_nonpositive_or_nan_length_before_writing")
 def leaves_signals_blocked_when_it_raises(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                           bs, spec_steps, simulate_acc_len, simulate_acc_method,

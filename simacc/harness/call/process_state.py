@@ -1,8 +1,9 @@
 """The process-wide state a call must leave as it found it (CONTRACT.md §11.4): torch's
-default dtype and device, grad mode, inference mode, the deterministic-algorithms flag, the thread count
-and the float32 matmul precision, and the working directory, every signal's handler and the calling
-thread's signal mask (a serving process has its own handlers, a signal blocked never reaches them,
-and the harness relies on ``SIGALRM`` for the time limit and ``SIGINT`` for Ctrl-C).
+default dtype and device, grad mode, inference mode, the deterministic-algorithms flag, autograd's
+anomaly detection, the thread count and the float32 matmul precision, and the working directory,
+every signal's handler and the calling thread's signal mask (a serving process has its own
+handlers, a signal blocked never reaches them, and the harness relies on ``SIGALRM`` for the time
+limit and ``SIGINT`` for Ctrl-C).
 
 The runner takes a :func:`snapshot` before each call and :func:`restore`\\ s it after, keeping
 what had changed for the property that judges it; the implementation's import is wrapped
@@ -45,6 +46,7 @@ class Snapshot(NamedTuple):
     grad: bool
     inference: bool
     deterministic: tuple
+    anomaly: tuple  # autograd's anomaly detection: on, and whether it checks for NaN (False while off: unseen)
     threads: int
     precision: str  # torch's float32 matmul precision
     cwd: str | None
@@ -63,7 +65,7 @@ def snapshot():
     return (torch.get_default_dtype(), modes, torch.get_default_device() if modes else None, torch.is_grad_enabled(),
             torch.is_inference_mode_enabled(),
             (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
-            torch.get_num_threads(), _precision(), cwd, tuple(map(_handler, _SIGNALS)), _mask())
+            _anomaly_state(), torch.get_num_threads(), _precision(), cwd, tuple(map(_handler, _SIGNALS)), _mask())
 
 
 def restore(before):
@@ -89,6 +91,9 @@ def restore(before):
     if now.deterministic != before.deterministic:
         changes.append(f"deterministic algorithms {_deterministic(before)} -> {_deterministic(now)}")
         torch.use_deterministic_algorithms(before.deterministic[0], warn_only=before.deterministic[1])
+    if now.anomaly != before.anomaly:
+        changes.append(f"anomaly detection {_anomaly(before)} -> {_anomaly(now)}")
+        torch.set_anomaly_enabled(*before.anomaly)
     if now.threads != before.threads:
         changes.append(f"thread count {before.threads} -> {now.threads}")
         torch.set_num_threads(before.threads)
@@ -152,6 +157,16 @@ def _name(dtype):
 
 def _on(flag):
     return "on" if flag else "off"
+
+
+def _anomaly_state():
+    on = torch.is_anomaly_enabled()
+    return on, on and torch.is_anomaly_check_nan_enabled()  # the NaN check is set anew whenever it is turned on
+
+
+def _anomaly(state):
+    mode, check_nan = state.anomaly
+    return f"{_on(mode)}{' (NaN checks off)' if mode and not check_nan else ''}"
 
 
 def _deterministic(state):
