@@ -92,7 +92,7 @@ def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
 
 @claim("dflash", case=sx.dflash_server_batches())
 def test_dflash_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
-    """A batch of 4097 requests (blocks of 512 to 4096 rows and a tail of one) gets the counts and tokens of §7.2 (§11.3)."""
+    """A batch of 4103 requests (blocks of 256 to 4096 rows and a tail of seven) gets the counts and tokens of §7.2 (§11.3)."""
     outcome = simacc.run(case)
     length = check_counts(simacc, outcome, case)
     if case.mode == "real-draft-token":

@@ -422,15 +422,17 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
 
 # A server's batch (CONTRACT.md §11.3), built whole rather than drawn: the drawn cases reach a
 # server's size rarely (``scalars.SERVER_SHARE``), so a bug that needs one could pass a short run.
-SERVER_BS = 4097  # blocks of 512, 1024, 2048 or 4096 rows, then a tail of one
+# blocks of 256 to 4096 rows, then a tail of seven: a grid that drops its tail, or launches it at a power of
+# two (4) with no mask, leaves rows unwritten; a tail of one row is among the drawn sizes (scalars.SERVER_SIZES)
+SERVER_BS = 4096 + 7
 _SERVER_WIDTH = sc.MAX_SPEC_STEPS + 1
 _SERVER_GAP = 16  # slots between chains, free: three roots in four pass 2**15
 _SERVER_VOCAB = 151_936
 
 
 def server_batches(*, modes=sa.TOKEN_MODES):
-    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 4097
-    requests (whole blocks of 512 to 4096 rows and a tail of one) of 17-slot chains with 16
+    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 4103
+    requests (whole blocks of 256 to 4096 rows and a tail of seven) of 17-slot chains with 16
     free slots after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
     of 9.5 by match-expected (L is 9 or 10); contiguous tensors; seed 0. Each is built once a
     process, at its first draw (not when a property module declares the strategy)."""
@@ -443,7 +445,7 @@ def kernel_server_batches(*, modes=sa.TOKEN_MODES):
 
 
 def dflash_server_batches(*, modes=sa.TOKEN_MODES):
-    """:func:`server_batches` for the DFLASH layout: 4097 requests of 16-token blocks, with
+    """:func:`server_batches` for the DFLASH layout: 4103 requests of 16-token blocks, with
     ``target_predict`` in real mode."""
     return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode) for mode in modes]))
 
