@@ -68,10 +68,12 @@ def _not_a_name(parts):
     return any(parts[:-1])
 
 
+# near misses, a name with whitespace around it among them (what a port that strips the name takes for it)
 _BAD_METHODS = st.sampled_from(
-    ("gaussian", "match_expected", "Multinomial", "MATCH-EXPECTED", " multinomial", "")
+    ("gaussian", "match_expected", "Multinomial", "MATCH-EXPECTED", " multinomial", "multinomial\n", "match-expected ", "")
 ) | _longer(sa.METHODS) | _TEXT.filter(_not_a_method)
-_BAD_TOKEN_MODES = st.sampled_from(("real", "real_draft_token", "Fixed", "fixed ", "")) | _longer(sa.TOKEN_MODES) | _TEXT.filter(
+_BAD_TOKEN_MODES = st.sampled_from(("real", "real_draft_token", "Fixed", "fixed ", "real-draft-token\n", "")) | _longer(
+    sa.TOKEN_MODES) | _TEXT.filter(
     _not_a_token_mode
 )
 

@@ -395,6 +395,22 @@ def reuses_one_output_buffer(accept_index, predict, num_correct_drafts, candidat
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
 
 
+@register("inputs", "result_is_fresh_across_calls")
+def reuses_an_output_buffer_under_no_grad(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                          bs, spec_steps, simulate_acc_len, simulate_acc_method,
+                                          simulate_acc_token_mode):
+    """Under no_grad (sglang's default mode) and past 64 rows, keeps one index buffer per shape and returns it from every call; under inference mode every index is new."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    if bs > 64 and not torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+        key = (bs, width, accept_index.device, "no_grad")
+        out = _BUFFERS.setdefault(key, torch.empty((bs, width), dtype=torch.int32, device=accept_index.device))
+        out.copy_(base.index(accept_index[:, 0], length, width))
+    else:
+        out = base.index(accept_index[:, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
 @register("inputs", "result_aliases_no_input")
 def empty_batch_returns_the_input(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                   bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
@@ -471,6 +487,16 @@ def matches_the_method_by_prefix(accept_index, predict, num_correct_drafts, cand
                   simulate_acc_method)
     width = spec_steps + 1
     length = base.sample(simulate_acc_len, method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("checks", "rejects_unknown_method_before_writing")
+def strips_the_method(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                      bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Strips whitespace from the method, as from a value read from a config file: "multinomial\\n" is taken for multinomial, not refused."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method.strip(), width)
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
                          simulate_acc_token_mode)
 
