@@ -446,8 +446,10 @@ def kernel_server_batches(*, modes=sa.TOKEN_MODES):
 
 def dflash_server_batches(*, modes=sa.TOKEN_MODES):
     """:func:`server_batches` for the DFLASH layout: 4103 requests of 16-token blocks, with
-    ``target_predict`` in real mode."""
-    return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode) for mode in modes]))
+    ``target_predict`` in real mode, and in real mode once more with the logits alone: their
+    argmax over 65,648 rows, past a CUDA grid's 65,535."""
+    return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode, logits) for mode in modes
+                                                for logits in ((False, True) if mode == "real-draft-token" else (False,))]))
 
 
 def _server_roots():
@@ -499,13 +501,14 @@ def _server_kernel_case(mode):
 
 
 @functools.lru_cache(maxsize=None)
-def _server_dflash_case(mode):
+def _server_dflash_case(mode, logits=False):
     contents = _Contents(DflashCase, 0)
     shape = (SERVER_BS, _SERVER_WIDTH - 1)
     target = contents.ints("target_predict", shape, torch.int64, 0, _SERVER_VOCAB)
+    rows, classes = shape[0] * shape[1], _LOGIT_CELLS // (shape[0] * shape[1])  # 16 classes
     return DflashCase(
         candidates=TensorArg(contents.ints("candidates", shape, torch.int64, 0, _SERVER_VOCAB)),
-        target_predict=TensorArg(target) if mode == "real-draft-token" else None,
+        target_predict=TensorArg(target) if mode == "real-draft-token" and not logits else None,
         accept_len=TensorArg(contents.ints("accept_len", (SERVER_BS,), torch.int32, *tn.INT32)),
         commit_lens=TensorArg(contents.ints("commit_lens", (SERVER_BS,), torch.int32, *tn.INT32)),
         bonus=TensorArg(contents.ints("bonus", (SERVER_BS,), torch.int64, *tn.WIDE)),
@@ -513,6 +516,7 @@ def _server_dflash_case(mode):
         simulate_acc_len=9.5,
         simulate_acc_method="match-expected",
         simulate_acc_token_mode=mode,
-        next_token_logits=None,
+        next_token_logits=TensorArg(_logits(contents.generator("next_token_logits"), rows, classes, lead=0.5))
+        if logits else None,
         seed=0,
     )

@@ -136,6 +136,22 @@ def dflash_argmax_through_an_integer_workspace(*, candidates, target_predict, ac
     _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode, fixed_token_id)
 
 
+@register("batch size", "dflash_a_servers_batch_is_simulated_like_a_small_one")
+def dflash_argmax_on_a_capped_grid(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
+                                   simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
+                                   next_token_logits=None, fixed_token_id=FIXED):
+    """Takes the logits' argmax one row a program on a grid capped at 65,535 rows (CUDA's y and z limit): rows past it read as token 0."""
+    logits = next_token_logits
+    if logits is not None and logits.shape[0] > 65_535:
+        logits = logits.clone()
+        logits[65_535:] = 0.0
+        logits[65_535:, 0] = 1.0
+    target = _target(target_predict, logits, out_tokens, simulate_acc_token_mode)
+    length = _sample(simulate_acc_len, simulate_acc_method, out_tokens)
+    _counts(accept_len, commit_lens, length)
+    _write(out_tokens, bonus, candidates, target, length, simulate_acc_token_mode, fixed_token_id)
+
+
 @register("sampling bounds", "dflash_length_matches_the_documented_draw")
 def dflash_refuses_minus_inf(*, candidates, target_predict, accept_len, commit_lens, bonus, out_tokens,
                              simulate_acc_len, simulate_acc_method, simulate_acc_token_mode,
