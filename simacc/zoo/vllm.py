@@ -697,6 +697,19 @@ def v2_seed_cut_to_int32(*, target_logits, draft_sampled, cu_num_logits, pos, te
                          num_speculative_steps, synthetic_conditional_rates)
 
 
+@register("independence", "vllm_requests_draw_independent_uniforms")
+def v2_keys_on_seed_plus_position(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                                  num_speculative_steps, synthetic_conditional_rates):
+    """Keys each random number on seed + position, one integer: a request seeded one more at a position one less draws the same numbers."""
+    if not len(pos):
+        return _v2_reference(target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
+                             num_speculative_steps, synthetic_conditional_rates)
+    first = pos[cu_num_logits[:-1].long().clamp(max=len(pos) - 1)]  # each request's first position
+    relative = pos - torch.repeat_interleave(first, cu_num_logits.diff().long())
+    return _v2_reference(target_logits, draft_sampled, cu_num_logits, relative, temperature, seed + first,
+                         num_speculative_steps, synthetic_conditional_rates)
+
+
 @register("grid", "vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order")
 def v2_seeds_read_per_block_of_512(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                    num_speculative_steps, synthetic_conditional_rates):
