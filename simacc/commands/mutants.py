@@ -205,9 +205,15 @@ def _results(jobs, workers, profile, max_examples, expected_only):
                     raise ZooError(f"a worker process died while checking {entry.name} on {dev} (seed {seed}) or an "
                                    "entry beside it; no verdict") from None
         except BaseException:  # a Ctrl-C, a SIGTERM, a dead worker: the workers end, and are waited for
-            for worker in multiprocessing.active_children():
+            ended = multiprocessing.active_children()
+            for worker in ended:
                 worker.terminate()
             pool.shutdown(cancel_futures=True)
+            for worker in ended:  # reaped here, whatever state the pool's own bookkeeping was left in
+                worker.join(10)
+                if worker.exitcode is None:
+                    worker.kill()
+                    worker.join()
             raise
 
 
