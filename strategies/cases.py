@@ -505,7 +505,8 @@ def _server_dflash_case(mode, logits=False):
     contents = _Contents(DflashCase, 0)
     shape = (SERVER_BS, _SERVER_WIDTH - 1)
     target = contents.ints("target_predict", shape, torch.int64, 0, _SERVER_VOCAB)
-    rows, classes = shape[0] * shape[1], _LOGIT_CELLS // (shape[0] * shape[1])  # 16 classes
+    rows = shape[0] * shape[1]
+    classes = _LOGIT_CELLS // rows  # 15: a case's logits take at most _LOGIT_CELLS
     return DflashCase(
         candidates=TensorArg(contents.ints("candidates", shape, torch.int64, 0, _SERVER_VOCAB)),
         target_predict=TensorArg(target) if mode == "real-draft-token" and not logits else None,
