@@ -87,6 +87,22 @@ _WORKSPACES = {}
 
 
 @register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
+def tail_block_at_a_power_of_two(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                 bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
+    """Runs the rows in blocks of 512 and launches the last, partial one with the largest power of two it holds, unmasked: past 512 rows a tail of 3, 5, 6, 7, ... rows loses its last rows (-1, no count, no tokens)."""
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    tail = bs % 512 if bs > 512 else 0
+    rows = bs - tail + (1 << (tail.bit_length() - 1) if tail else 0)
+    out = torch.full((bs, width), -1, dtype=torch.int32, device=accept_index.device)
+    out[:rows] = base.index(accept_index[:rows, 0], length, width)
+    real = simulate_acc_token_mode == REAL
+    base.finish(out[:rows], length, predict, num_correct_drafts[:rows], candidates[:rows] if real else candidates,
+                target_predict[:rows] if real else target_predict, simulate_acc_token_mode)
+    return out
+
+
+@register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
 def index_in_a_workspace_past_2048_rows(accept_index, predict, num_correct_drafts, candidates, target_predict,
                                         bs, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode):
     """Past 2048 rows returns a view of one growing workspace: the next big batch overwrites a held index."""
