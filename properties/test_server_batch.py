@@ -1,8 +1,8 @@
 """A server's batch (CONTRACT.md §11.3), in every run: 4103 requests, whole blocks of 256 to
-4096 rows and a tail of seven, whose roots pass 2**15. The drawn cases reach a server's size rarely
-(each costs a per-row implementation a tenth of a second), so a bug that only such a batch shows
-(a kernel grid that drops its tail block or launches it at a power of two, slots kept in 16 bits, a workspace reused past 2048
-rows) could pass a short run; these properties build one batch in each token mode, judge every
+4096 rows and a tail of seven, whose roots pass 2**15. The drawn cases reach a server's size
+rarely (each costs a per-row implementation a tenth of a second), so a bug that only such a batch
+shows (a kernel grid that drops its tail block or launches it at a power of two, slots kept in
+16 bits, a workspace reused past 2048 rows) could pass a short run; these properties build one batch in each token mode, judge every
 output of it, then call the next step (L=1) while the index is held (the DFLASH layout's, with
 its own oracles, is in ``test_dflash.py``).
 """
