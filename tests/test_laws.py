@@ -8,6 +8,8 @@ import io
 import json
 import math
 
+from pathlib import Path
+
 import pytest
 from pages import Page, red_pixels, screenshot
 
@@ -15,6 +17,7 @@ from simacc.commands import cli, laws as command, report_html
 from simacc.contract import laws
 from simacc.harness.judging import statistics
 
+REPO = Path(__file__).resolve().parents[1]
 SETTINGS = [(2.6, 3), (3.5, 4), (1.0, 3), (3.0, 3), (4.0, 3), (1.3, 1)]
 
 
@@ -95,6 +98,21 @@ def test_tensorrt_llms_two_model_notes_say_which_requests_the_knob_does_not_reac
     for said in ("greedily along a chain", "sampled ones without draft logits", "does not apply to a sampled "
                  "request with draft logits", "real rejection sampling", "draft tree", "the count is the real one"):
         assert said in notes, notes
+
+
+def test_part_iv_and_the_recipe_give_each_corrected_fact_with_its_source():
+    """Issue 55: where the two-model knob does not reach, sglang-jax's ValueError, #1850's search,
+    and what sglang's ``spec_accept_length`` counts, each with the file it was read in."""
+    contract = " ".join((REPO / "simacc" / "contract" / "CONTRACT.md").read_text(encoding="utf-8").split())
+    for said in ("`_process_draft_tokens_tree`", "`_process_draft_tokens_rejection_sampling`",
+                 "`python/sgl_jax/srt/speculative/spec_utils.py:21-50`",
+                 "`atom/model_ops/rejection_sampler.py:54-103`"):
+        assert said in contract, said
+    assert "is not recorded" not in contract
+    recipe = " ".join((REPO / "docs" / "laws.md").read_text(encoding="utf-8").split())
+    assert "`spec_accept_length` (its mean)" not in recipe
+    assert "`completion_tokens / spec_verify_ct` (`tokenizer_manager.py:3165-3168`)" in recipe
+    assert "reads high" in recipe
 
 
 def test_the_truncated_geometric_law_is_the_direct_enumeration():
