@@ -271,3 +271,98 @@ def test_a_draft_count_the_law_cannot_judge_is_a_usage_error(capsys, tmp_path, e
     log.write_text(json.dumps({"step": 0, "request": 0, "accept_length": 2, "drafted": drafted}) + "\n")
     code, _, err = observe(capsys, log, engine, 2.6, 3)
     assert code == 2 and said in err, err
+
+
+def vllm_run(steps=400, batch=64, seed=7):
+    return engine_outputs.draws("vllm", 2.6, 3, steps, batch, seed)
+
+
+@pytest.mark.parametrize("write, judged, said", [
+    (lambda path: engine_outputs.vllm_responses(path, vllm_run(), 3), "records",
+     "(vllm-responses): 25600 records, 400 steps, 64 requests"),
+    (lambda path: engine_outputs.vllm_responses(path, vllm_run(), 3, detailed=False), "counts",
+     "(vllm-responses): 25600 steps counted (a histogram: the distribution and the mean are judged)"),
+    (lambda path: engine_outputs.vllm_prometheus(path, vllm_run(), 3), "counts", "(vllm-prometheus): 25600 steps"),
+    (lambda path: engine_outputs.sglang_log(path, engine_outputs.draws("sglang", 2.6, 3, 4096, 2, 7)), "records",
+     "(sglang-log): 4096 records, 4096 steps, 1 requests"),
+    (lambda path: engine_outputs.sglang_responses(path, engine_outputs.draws("sglang", 2.6, 3, 4096, 2, 7)), "counts",
+     "(sglang-responses): 4096 steps counted"),
+])
+def test_an_engines_own_output_is_read_as_it_writes_it(capsys, tmp_path, write, judged, said):
+    engine = "sglang" if "sglang" in said else "vllm"
+    code, out, _ = observe(capsys, write(tmp_path / "out.txt"), engine, 2.6, 3, "--json", str(tmp_path / "v.json"))
+    record = json.loads((tmp_path / "v.json").read_text())
+    assert code == 0 and said in out and record["evidence"]["judged"] == judged, out
+    assert record["evidence"]["format"] == said.split(")")[0].lstrip("(")
+
+
+def test_sglangs_two_decimals_are_read_and_a_batch_mean_is_not_one_length(capsys, tmp_path):
+    log = engine_outputs.sglang_log(tmp_path / "server.log", engine_outputs.draws("sglang", 2.6, 3, 4096, 2, 7))
+    assert "accept len: 3.00," in log.read_text()
+    code, out, _ = observe(capsys, log, "sglang", 2.6, 3)
+    assert code == 0 and "MATCHES the law" in out, out
+    per_request = engine_outputs.sglang_log(tmp_path / "server.log", engine_outputs.draws("vllm", 2.6, 3, 400, 8, 7))
+    code, out, _ = observe(capsys, per_request, "sglang", 2.6, 3)
+    assert code == 1 and "FAIL  one length per step: line 3: accept len 2.62 at step 0" in out, out
+    assert "a mean over requests of different lengths, but sglang match-expected draws one length" in out
+
+
+def test_a_wider_log_interval_gives_the_mean_alone_with_its_power(capsys, tmp_path):
+    log = engine_outputs.sglang_log(tmp_path / "server.log", engine_outputs.draws("sglang", 2.6, 3, 40960, 1, 7), 40)
+    code, out, _ = observe(capsys, log, "sglang", 2.6, 3, "--decode-log-interval", "40", "--json",
+                           str(tmp_path / "v.json"))
+    record = json.loads((tmp_path / "v.json").read_text())
+    assert code == 0 and "a mean over 40960 steps (only the mean is judged)" in out, out
+    assert [c["name"] for c in record["evidence"]["checks"]] == ["lengths", "mean"]
+    assert "(the law's spread, and the printed rounding)" in out and record["power"]["detectable_shift"] < 0.1
+
+
+def test_two_prometheus_scrapes_are_subtracted_and_short_drafts_fail(capsys, tmp_path):
+    earlier = [[2] * 64] * 50  # an earlier run, every step accepting one draft
+    before = engine_outputs.vllm_prometheus(tmp_path / "before.prom", earlier, 3, base=1000)
+    after = engine_outputs.vllm_prometheus(tmp_path / "after.prom", earlier + vllm_run(), 3, base=1000)
+    code, out, _ = observe(capsys, after, "vllm", 2.6, 3, "--before", str(before))
+    assert code == 0 and "25600 steps counted" in out and "pass  K drafts each" in out, out
+    tokens = f"{float(3 * (25600 + 3200) + 1000)}"
+    after.write_text(after.read_text().replace(f"}} {tokens}", f"}} {float(float(tokens) - 100)}"))
+    code, out, _ = observe(capsys, after, "vllm", 2.6, 3, "--before", str(before))
+    assert code == 1 and "some steps drafted fewer, which the law does not cover" in out, out
+
+
+@pytest.mark.parametrize("distribution, judged", [(True, "counts"), (False, "mean")])
+def test_atoms_stats_are_read_as_a_histogram_or_a_mean(capsys, tmp_path, distribution, judged):
+    stats = engine_outputs.atom_mtp_stats(tmp_path / "mtp_stats.json", engine_outputs.draws("atom", 3.5, 4, 400, 64, 7),
+                                          4, distribution)
+    code, out, _ = observe(capsys, stats, "atom", 3.5, 4, "--json", str(tmp_path / "v.json"))
+    record = json.loads((tmp_path / "v.json").read_text())
+    assert code == 0 and record["evidence"]["judged"] == judged and "(atom-mtp-stats)" in out, out
+
+
+DAMAGED = [  # (file name, text, engine, options, what the error says)
+    ("run.csv", "step,request,accept_length\n0,0,2\n", "vllm", [], "run.csv: an unknown format (its first line: "
+     "'step,request,accept_length'); expected one of: records (simacc's JSON Lines"),
+    ("out.jsonl", '{"id": "x", "metrics": {"speculative_decoding": null}}\n', "vllm", [],
+     "out.jsonl:1: no metrics.speculative_decoding (start vLLM with --per-request-spec-decode-metrics detailed"),
+    ("m.prom", 'vllm:spec_decode_num_drafts_total{engine="0"} 10.0\n', "vllm", [],
+     "vllm:spec_decode_num_accepted_tokens_per_pos_total has positions [], but --steps says K = 3"),
+    ("m.prom", "# HELP x y\nx_total 1.0\n", "vllm", ["--format", "vllm-prometheus"],
+     "m.prom: no vLLM spec-decode counters"),
+    ("server.log", "[x] The server is fired up\n", "sglang", ["--format", "sglang-log"],
+     "server.log: no 'Decode batch ... accept len: X.XX' line"),
+    ("server.log", "Decode batch, #running-req: 1, accept len: 3.00, x\n", "vllm", [],
+     "server.log: sglang's log, but --engine vllm"),
+    ("mtp.json", '{"enabled": true, "distribution": {"2": 3', "atom", ["--format", "atom-mtp-stats"],
+     "mtp.json: not JSON at line 1 column 42 (Expecting ',' delimiter): expected ATOM's /debug/mtp_stats"),
+    ("mtp.json", '{"enabled": false, "total_draft_tokens": 0, "total_accepted_tokens": 0, "acceptance_rate": 0.0, '
+     '"average_tokens_per_forward": 0.0, "distribution": {}, "distribution_percent": {}}', "atom", [],
+     "not ATOM's /debug/mtp_stats with \"enabled\": true"),
+]
+
+
+@pytest.mark.parametrize("name, text, engine, options, said", DAMAGED, ids=[d[4][:40] for d in DAMAGED])
+def test_an_unknown_or_damaged_format_is_a_usage_error_naming_what_was_expected(capsys, tmp_path, name, text, engine,
+                                                                               options, said):
+    (tmp_path / name).write_text(text)
+    code, out, err = observe(capsys, tmp_path / name, engine, 2.6, 3, *options, "--json", str(tmp_path / "v.json"))
+    assert code == 2 and out == "" and said in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

@@ -194,6 +194,14 @@ class Tally:
         else:
             previous[:] = step, line, length, d, paired
 
+    def add_mean(self, line, step, printed):
+        """A step whose one line is a mean over its requests, ``printed`` (not a whole length):
+        under a lockstep law its requests drew more than one length."""
+        self.records += 1
+        self.steps.seen[self.steps.slot(step, self.records)] += 1
+        if self.mixed is None:
+            self.mixed = (step, line, printed, None, None)
+
     def add_counts(self, counts):
         """A histogram: ``counts[a]``, the steps that accepted ``a`` drafts (lengths ``a + 1``)."""
         self.supports = "counts"

@@ -249,9 +249,8 @@ def read_sglang_log(source, tally, interval):
         if interval == 1:
             if value == int(value):
                 _add(tally, f"{source.name}:{number}", number, step, "batch", int(value), None)
-            elif tally.mixed is None:
-                tally.records += 1
-                tally.mixed = (step, number, match.group(3), None, None)
+            else:
+                tally.add_mean(number, step, match.group(3))
             step += 1
     if not values:
         raise LogError(f"{source.name}: no 'Decode batch ... accept len: X.XX' line (sglang's server log with "
