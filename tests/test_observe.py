@@ -366,3 +366,67 @@ def test_an_unknown_or_damaged_format_is_a_usage_error_naming_what_was_expected(
     code, out, err = observe(capsys, tmp_path / name, engine, 2.6, 3, *options, "--json", str(tmp_path / "v.json"))
     assert code == 2 and out == "" and said in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def shapes():
+    """Logs in several orders: by step, by request, requests that come and go, and a run whose
+    steps mix two lengths (the lockstep check's find)."""
+    import random
+
+    rng = random.Random(1)
+    run = engine_outputs.draws("vllm", 2.6, 3, 60, 12, 4)
+    by_step = [(s, r, n) for s, step in enumerate(run) for r, n in enumerate(step)]
+    by_request = sorted(by_step, key=lambda x: (x[1], x[0]))
+    coming = [x for x in by_step if rng.random() < 0.7]
+    shuffled = sorted(by_step, key=lambda x: (x[0], rng.random()))
+    sticky_ = [(s, r, run[0][r]) for s in range(60) for r in range(12) if rng.random() < 0.9]
+    return {"by step": by_step, "by request": by_request, "coming and going": coming, "shuffled": shuffled,
+            "sticky": sticky_}
+
+
+@pytest.mark.parametrize("shape", list(shapes()))
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_block_read_at_once_is_judged_as_its_lines_read_one_by_one(capsys, tmp_path, monkeypatch, shape, engine):
+    from simacc.commands import observe_formats
+
+    monkeypatch.setattr(observe_formats, "CHUNK", 997)  # many blocks, pairs and requests across them
+    records = shapes()[shape]
+    plain, other = tmp_path / "plain.jsonl", tmp_path / "other.jsonl"
+    plain.write_text("".join(json.dumps({"step": s, "request": r, "accept_length": n}) + "\n" for s, r, n in records))
+    other.write_text("".join(json.dumps({"request": r, "step": s, "accept_length": n}) + "\n" for s, r, n in records))
+    verdicts = []
+    for log in (plain, other):
+        observe(capsys, log, engine, 2.6, 3, "--json", str(tmp_path / f"{log.stem}.json"))
+        record = json.loads((tmp_path / f"{log.stem}.json").read_text())
+        for key in ("log", "sha256"):
+            del record["evidence"][key]
+        verdicts.append(record)
+    assert verdicts[0] == verdicts[1]
+
+
+def test_a_long_read_says_how_far_it_has_got_on_stderr_only_when_asked_or_on_a_terminal(capsys, tmp_path):
+    log = write_log(tmp_path / "run.jsonl", "vllm", 2.6, 3, 400, 64)
+    code, out, err = observe(capsys, log, "vllm", 2.6, 3)
+    assert code == 0 and err == ""
+    code, out, err = observe(capsys, log, "vllm", 2.6, 3, "--progress")
+    lines = err.splitlines()
+    assert code == 0 and len(lines) == 2 and "MATCHES" in out, err
+    assert lines[0].startswith("simacc observe: reading ") and "21,612 records, 1 MB (84% of 1 MB)" in lines[0], err
+    assert lines[1].endswith("25,600 records, 1 MB (100% of 1 MB)"), err
+
+
+def test_on_a_terminal_the_progress_line_is_rewritten_in_place_and_cleared(capsys, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = cli.main(["observe", str(write_log(tmp_path / "run.jsonl", "vllm", 2.6, 3, 400, 64)), "--engine", "vllm",
+                     "--length", "2.6", "--steps", "3"])
+    shown = terminal.getvalue()
+    assert code == 0 and shown.startswith("\rsimacc observe: reading ") and shown.endswith("\r"), repr(shown)
+    assert "\n" not in shown and "MATCHES" in capsys.readouterr().out

@@ -136,12 +136,13 @@ def record(verdict, name, digest, source_format):
 
 class Reading:
     """The progress line of a long read on stderr (a terminal, or ``--progress``), in the
-    style of ``simacc check``'s: rewritten in place on a terminal, a line every 10% on a log."""
+    style of ``simacc check``'s: rewritten in place on a terminal; on a log, a line every 10% of
+    the file (of stdin, every million records)."""
 
     def __init__(self, stream, asked):
         live = terminal.isatty(stream)
         self.status = terminal.StatusLine(stream if live or asked else None)
-        self.next_line, self.last = 0.1, 0.0
+        self.next_line, self.next_records, self.last = 0.1, 10**6, 0.0
 
     def __call__(self, source, records):
         if self.status.stream is None:
@@ -157,6 +158,9 @@ class Reading:
         elif share is not None and share >= self.next_line:
             self.status.line(text)
             self.next_line = share + 0.1
+        elif share is None and records >= self.next_records:
+            self.status.line(text)
+            self.next_records = records + 10**6
 
     def close(self):
         self.status.clear()

@@ -65,10 +65,13 @@ def drafted_law(law, drafted):
 
 
 class Steps:
-    """Compact per-step arrays, indexed from the lowest step seen."""
+    """Compact per-step arrays, indexed from the lowest step seen: what every record adds
+    (``seen``, ``total``, the count of each length among those of K drafts), what only some do
+    (a length outside the law's range, fewer drafts), the first K-draft length and whether
+    another followed, and the sums of the pairs of K-draft records that start at the step."""
 
-    FIELDS = {"seen": "l", "n": "l", "first": "b", "line": "q", "mixed": "b", "count": "l", "total": "q", "dev": "d",
-              "var": "d", "pairs": "l", "pa": "q", "pb": "q", "pab": "q"}
+    FIELDS = {"seen": "l", "out": "l", "first": "b", "line": "q", "mixed": "b", "total": "q",
+              "short_mean": "d", "short_var": "d", "pairs": "l", "pa": "q", "pb": "q", "pab": "q"}
 
     def __init__(self, lengths):
         self.base = None
@@ -102,6 +105,19 @@ class Steps:
             self.size += grow
         return i
 
+    def derive(self, mean, variance):
+        """``n`` (records of K drafts), ``count`` (records inside the law's range), and under the
+        law of K drafts of ``mean`` and ``variance`` (the groups of fewer drafts at their own),
+        ``dev`` (their summed deviation from their means) and ``var`` (their summed variance)."""
+        import numpy as np
+
+        lengths = sum(np.frombuffer(column, dtype=column.typecode) for column in self.lengths)
+        count = np.frombuffer(self.seen, dtype="l") - np.frombuffer(self.out, dtype="l")
+        self.n, self.count = lengths.tolist(), count.tolist()
+        dev = np.frombuffer(self.total, dtype="q") - lengths * mean - np.frombuffer(self.short_mean, dtype="d")
+        var = lengths * variance + np.frombuffer(self.short_var, dtype="d")
+        self.dev, self.var = dev.tolist(), var.tolist()
+
 
 class Tally:
     """What the checks need of a log, gathered record by record (:meth:`add`), or given whole as
@@ -120,7 +136,7 @@ class Tally:
         self.steps = Steps(self.k + 1)
         self.requests = {}  # request -> [step, line, length, drafted, paired]
         self.mixed = None  # (step, line of its first record, its length, line, other length)
-        self.serial = [0.0, 0.0, 0.0]  # sum of the paired deviations' products, its variance, the largest term
+        self.serial = [0.0, 0.0, 0.0, 0]  # pairs with fewer drafts: products' sum, its variance, largest term, count
         self.supports = "records"  # or "counts" (distribution and mean) or "mean"
         self.mean_only = None  # (mean, units, rounding) for "mean"
         self.drafts = None  # (drafts, draft tokens) where the input counts them
@@ -137,7 +153,8 @@ class Tally:
 
     def add(self, line, step, request, length, drafted=None):
         """One record; a :class:`LogError` for a request out of step order (or twice in a step)
-        or a draft count the law has no walk for."""
+        or a draft count the law has no walk for. The path of a record of K drafts is kept short:
+        it runs once per record."""
         k = self.k
         d = k if drafted is None else drafted
         if d != k and (d > k or not self.walk):
@@ -147,7 +164,9 @@ class Tally:
             raise LogError(f"drafted={d}, {why}")
         self.records += 1
         steps = self.steps
-        i = steps.slot(step, self.records)
+        i = step - steps.base if steps.base is not None else -1
+        if not 0 <= i < steps.size:
+            i = steps.slot(step, self.records)
         steps.seen[i] += 1
         previous = self.requests.get(request)
         if previous is not None and previous[0] >= step:
@@ -155,44 +174,134 @@ class Tally:
                 raise LogError(f"request {_name(request)} twice in step {step} (first on line {previous[1]})")
             raise LogError(f"request {_name(request)} at step {step} after its step {previous[0]} (line "
                            f"{previous[1]}): a request's records must come in step order")
-        if not 1 <= length <= d + 1:
+        if not 0 < length <= d + 1:
             self.outside += 1
+            steps.out[i] += 1
             if self.first_outside is None:
                 self.first_outside = (line, length, d)
             self.requests[request] = [step, line, None, d, True]
             return
-        accepted, mean, variance, _ = self.laws.get(d) or self._of(d)
+        if d != k and d not in self.laws:
+            self._of(d)
         self.counts[d][length - 1] += 1
-        steps.count[i] += 1
         steps.total[i] += length
-        steps.dev[i] += length - mean
-        steps.var[i] += variance
         if d == k:
             steps.lengths[length - 1][i] += 1
-            if steps.n[i] == 0:
+            first = steps.first[i]
+            if not first:
                 steps.first[i], steps.line[i] = length, line
-            elif steps.first[i] != length and not steps.mixed[i]:
+            elif first != length and not steps.mixed[i]:
                 steps.mixed[i] = 1
                 if self.mixed is None or step < self.mixed[0]:
-                    self.mixed = (step, steps.line[i], steps.first[i], line, length)
-            steps.n[i] += 1
+                    self.mixed = (step, steps.line[i], first, line, length)
+        else:
+            _, mean, variance, _ = self.laws[d]
+            steps.short_mean[i] += mean - self.laws[k][1]
+            steps.short_var[i] += variance - self.laws[k][2]
         paired = False
         if previous is not None and previous[0] == step - 1 and not previous[4] and previous[2] is not None:
-            before, their = previous[2], self.laws[previous[3]]
-            product = (before - their[1]) * (length - mean)
-            self.serial[0] += product
-            self.serial[1] += their[2] * variance
-            self.serial[2] = max(self.serial[2], their[3] * self.laws[d][3])
-            j = i - 1
-            steps.pairs[j] += 1
-            steps.pa[j] += before
-            steps.pb[j] += length
-            steps.pab[j] += before * length
+            before, their = previous[2], previous[3]
+            if their == k and d == k:
+                j = i - 1
+                steps.pairs[j] += 1
+                steps.pa[j] += before
+                steps.pb[j] += length
+                steps.pab[j] += before * length
+            else:  # a pair with fewer drafts: its exact terms, at each record's own walk
+                a, b = self.laws[their], self.laws[d]
+                self.serial[0] += (before - a[1]) * (length - b[1])
+                self.serial[1] += a[2] * b[2]
+                self.serial[2] = max(self.serial[2], a[3] * b[3])
+                self.serial[3] += 1
             paired = True
         if previous is None:
             self.requests[request] = [step, line, length, d, paired]
         else:
-            previous[:] = step, line, length, d, paired
+            previous[0], previous[1], previous[2], previous[3], previous[4] = step, line, length, d, paired
+
+    def add_block(self, lines, steps, requests, lengths):
+        """Records of K drafts given as numpy arrays (line numbers, steps, integer requests,
+        lengths), in file order: :meth:`add`'s sums for a block at once. False, with nothing
+        changed, where a record needs :meth:`add`'s own care (a length outside the law's range, a
+        request out of step order or twice in a step, a step far off): its error names the line."""
+        import numpy as np
+
+        k, tally_steps, n = self.k, self.steps, len(lines)
+        if lengths.min() < 1 or lengths.max() > k + 1:
+            return False
+        order = np.lexsort((np.arange(n), requests))  # by request, then as they came
+        ordered_requests, ordered_steps = requests[order], steps[order]
+        same = ordered_requests[1:] == ordered_requests[:-1]
+        if np.any(same & (ordered_steps[1:] <= ordered_steps[:-1])):
+            return False
+        starts = np.flatnonzero(np.r_[True, ~same])  # each request's first record here, in order
+        carried = [self.requests.get(r) for r in ordered_requests[starts].tolist()]
+        if any(c is not None and c[0] >= s for c, s in zip(carried, ordered_steps[starts].tolist())):
+            return False
+        for c, s in zip(carried, ordered_steps[starts].tolist()):
+            if c is not None and c[0] == s - 1 and not c[4] and c[2] is not None and c[3] != k:
+                return False  # a pair with a record of fewer drafts: add's exact terms
+        low, high = int(steps.min()), int(steps.max())
+        base, reach = tally_steps.base, self.records + n
+        if base is not None and (base - low > reach + (1 << 20) or high - base > 4 * reach + (1 << 20)):
+            return False
+        self.records += n
+        tally_steps.slot(low, self.records)
+        tally_steps.slot(high, self.records)
+        at = steps - tally_steps.base
+        first_at = max(int(at.min()) - 1, 0)  # and the step before: a pair may start there
+        span = int(at.max()) - first_at + 1
+        view = {name: np.frombuffer(getattr(tally_steps, name), dtype=code)[first_at:first_at + span]
+                for name, code in tally_steps.fields.items()}
+        local = at - first_at
+        view["seen"] += np.bincount(local, minlength=span)
+        view["total"] += np.bincount(local, weights=lengths, minlength=span).astype(np.int64)
+        by_length = [np.bincount(local[lengths == a + 1], minlength=span) for a in range(k + 1)]
+        for a, counted in enumerate(by_length):
+            view[f"length{a}"] += counted
+            self.counts[k][a] += int(counted.sum())
+        here, first_index = np.unique(local, return_index=True)
+        old = view["first"][here].astype(np.int64)
+        present = np.stack(by_length)[:, here]  # (lengths, steps here)
+        kinds = (present > 0).sum(axis=0)
+        own = np.where(old > 0, old, lengths[first_index])
+        others = present.sum(axis=0) - present[own - 1, np.arange(len(here))]
+        fresh = old == 0
+        view["first"][here[fresh]] = lengths[first_index[fresh]]
+        view["line"][here[fresh]] = lines[first_index[fresh]]
+        mixing = (others > 0) & (kinds > 0) & (view["mixed"][here] == 0)
+        if mixing.any():
+            view["mixed"][here[mixing]] = 1
+            i = int(here[mixing][0])
+            step = tally_steps.base + first_at + i
+            if self.mixed is None or step < self.mixed[0]:
+                length = int(view["first"][i])
+                other = int(np.flatnonzero((local == i) & (lengths != length))[0])
+                self.mixed = (step, int(view["line"][i]), length, int(lines[other]), int(lengths[other]))
+        ordered_lengths = lengths[order]
+        follows = np.r_[False, same & (ordered_steps[1:] == ordered_steps[:-1] + 1)]
+        before = np.r_[0, ordered_lengths[:-1]]
+        offset = np.zeros(n, dtype=np.int64)
+        for start, c, s in zip(starts.tolist(), carried, ordered_steps[starts].tolist()):
+            if c is not None and c[0] == s - 1 and c[2] is not None:
+                follows[start], before[start] = True, c[2]
+                offset[start] = 0 if c[4] else 1
+        run_start = ~follows | np.isin(np.arange(n), starts)
+        begun = np.maximum.accumulate(np.where(run_start, np.arange(n), 0))
+        paired = follows & ((np.arange(n) - begun + offset[begun]) % 2 == 1)
+        if paired.any():
+            where = ordered_steps[paired] - 1 - tally_steps.base - first_at
+            view["pairs"] += np.bincount(where, minlength=span)
+            for name, values in (("pa", before[paired]), ("pb", ordered_lengths[paired]),
+                                 ("pab", before[paired] * ordered_lengths[paired])):
+                view[name] += np.bincount(where, weights=values, minlength=span).astype(np.int64)
+        del view
+        ends = np.r_[starts[1:], n] - 1
+        ordered_lines = lines[order]
+        for r, j in zip(ordered_requests[ends].tolist(), ends.tolist()):
+            self.requests[r] = [int(ordered_steps[j]), int(ordered_lines[j]), int(ordered_lengths[j]), k,
+                                bool(paired[j])]
+        return True
 
     def add_mean(self, line, step, printed):
         """A step whose one line is a mean over its requests, ``printed`` (not a whole length):
@@ -282,6 +391,7 @@ def judge(tally, law=None, false_alarm=FALSE_ALARM, candidates=()):
     k, steps = tally.k, tally.steps
     own = law is tally.law
     groups = tally.laws if own else {k: (law.accepted, law.mean, law.sd ** 2, max(law.mean - 1, k + 1 - law.mean))}
+    steps.derive(groups[k][1], groups[k][2])
     lockstep = law.engine.joint != laws.INDEPENDENT
     sized = _steps_of(tally)
     records = tally.supports == "records"
@@ -301,7 +411,7 @@ def judge(tally, law=None, false_alarm=FALSE_ALARM, candidates=()):
         checks.append(_own_draws(tally, law, sized, each))
     units, unit = _units(tally, lockstep)
     if records and sd > 0:
-        checks.append(_drift(tally, groups, lockstep, own, each))
+        checks.append(_drift(tally, groups, lockstep, each))
         checks.append(_serial(tally, groups, lockstep, own, each))
     if tally.supports == "mean":
         mean, n, rounding = tally.mean_only
@@ -418,7 +528,7 @@ def _own_draws(tally, law, sized, false_alarm):
 SPLITS = (("the first half", "the second", 0, 2), *((f"quarter {q + 1}", "the rest", q, 4) for q in range(4)))
 
 
-def _drift(tally, groups, lockstep, own, false_alarm):
+def _drift(tally, groups, lockstep, false_alarm):
     """The mean deviation from the law's mean in each half (and each quarter against the rest),
     at the law's variance and at the spread of the steps' own sums."""
     k, steps = tally.k, tally.steps
@@ -429,10 +539,7 @@ def _drift(tally, groups, lockstep, own, false_alarm):
     else:
         kept = [i for i in range(steps.size) if steps.count[i]]
         ns = [steps.count[i] for i in kept]
-        if own:
-            xs, vs = [steps.dev[i] for i in kept], [steps.var[i] for i in kept]
-        else:
-            xs, vs = [steps.total[i] - n * mean for i, n in zip(kept, ns)], [n * variance for n in ns]
+        xs, vs = [steps.dev[i] for i in kept], [steps.var[i] for i in kept]
     each = false_alarm / len(SPLITS)
     bound = max(entry[3] for entry in groups.values())
     worst = None
@@ -487,22 +594,18 @@ def _serial(tally, groups, lockstep, own, false_alarm):
             centred += [(part[j] - m) * (part[j + 1] - m) for j in range(0, len(part) - 1, 2)]
         robust, count = math.fsum(centred), len(pairs)
     else:
-        if own:
-            total, var_sum, bound = tally.serial
-        else:
-            pairs = sum(steps.pairs)
-            total = math.fsum(steps.pab[i] - mean * (steps.pa[i] + steps.pb[i]) + mean * mean * steps.pairs[i]
-                              for i in range(steps.size) if steps.pairs[i])
-            var_sum, bound = pairs * variance ** 2, largest ** 2
-        limit = statistics.bernstein_limit(var_sum, bound, false_alarm)
-        robust, count = 0.0, 0
+        pairs = sum(steps.pairs)
+        total, var_sum, bound, count = tally.serial if own else (0.0, 0.0, 0.0, 0)  # the pairs of fewer drafts
+        total += math.fsum(steps.pab[i] - mean * (steps.pa[i] + steps.pb[i]) + mean * mean * steps.pairs[i]
+                           for i in range(steps.size) if steps.pairs[i])
+        var_sum += pairs * variance ** 2
+        limit = statistics.bernstein_limit(var_sum, max(bound, largest ** 2), false_alarm)
+        robust, count = 0.0, count + pairs
         for i in range(steps.size - 1):
-            if not steps.pairs[i]:
-                continue
-            a, ca = _centre(steps, i, mean)
-            b, cb = _centre(steps, i + 1, mean)
-            robust += ca * cb * (steps.pab[i] - b * steps.pa[i] - a * steps.pb[i] + a * b * steps.pairs[i])
-            count += steps.pairs[i]
+            if steps.pairs[i]:
+                a, ca = _centre(steps, i, mean)
+                b, cb = _centre(steps, i + 1, mean)
+                robust += ca * cb * (steps.pab[i] - b * steps.pa[i] - a * steps.pb[i] + a * b * steps.pairs[i])
     if not count:
         return check("no serial dependence", True, "no request has two consecutive steps", total=0.0, limit=math.inf)
     dependent = abs(total) > limit and abs(robust) > limit and (total > 0) == (robust > 0)
