@@ -430,3 +430,18 @@ def test_on_a_terminal_the_progress_line_is_rewritten_in_place_and_cleared(capsy
     shown = terminal.getvalue()
     assert code == 0 and shown.startswith("\rsimacc observe: reading ") and shown.endswith("\r"), repr(shown)
     assert "\n" not in shown and "MATCHES" in capsys.readouterr().out
+
+
+def test_before_is_only_for_a_prometheus_scrape(capsys, tmp_path):
+    log = write_log(tmp_path / "run.jsonl", "vllm", 2.6, 3, 2, 2)
+    code, _, err = observe(capsys, log, "vllm", 2.6, 3, "--before", str(log))
+    assert code == 2 and "--before is for two vllm-prometheus scrapes, but LOG is records" in err, err
+
+
+@pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+def test_the_page_of_a_histogram_draws_the_run_without_its_steps(capsys, tmp_path):
+    page = tmp_path / "v.html"
+    scrape = engine_outputs.vllm_prometheus(tmp_path / "m.prom", vllm_run(), 3)
+    code, out, _ = observe(capsys, scrape, "vllm", 2.6, 3, "--html", str(page))
+    parsed = Page(page.read_text())
+    assert code == 0 and parsed.title.endswith("matches the law of vLLM at AL 2.6, K = 3") and len(parsed.images) == 1

@@ -78,7 +78,7 @@ def render(verdict, name, source_format):
     tests = _statistical(verdict)
     lines += ["", f"power: {verdict.power.said()}, at its false-alarm rate", ""]
     rate = f"false-alarm rate {FALSE_ALARM:g} in all: {FALSE_ALARM / tests:.3g} for each of its {tests} statistical " \
-           "checks"
+           "checks" if tests > 1 else f"false-alarm rate {FALSE_ALARM:g} for its one statistical check"
     if verdict.status == "pass":
         lines.append(f"MATCHES the law ({rate})")
     elif verdict.status == "inconclusive":
@@ -213,6 +213,8 @@ def read(args, law, name, progress=None):
     with contextlib.closing(stream) if args.log != "-" else contextlib.nullcontext():
         source = formats.Source(name, stream, size, progress)
         kind = args.format or formats.detect(source)
+        if args.before is not None and kind != "vllm-prometheus":
+            raise LogError(f"{name}: --before is for two vllm-prometheus scrapes, but LOG is {kind}")
         if kind == "records":
             formats.read_records(source, tally)
         elif kind == "vllm-responses":
@@ -249,8 +251,6 @@ def run(args):
     law = laws.law(args.engine, args.length, args.steps)
     if law.cannot:
         return usage(f"{law.engine.title} cannot take AL {args.length:g}: {law.cannot}")
-    if args.before is not None and args.format not in (None, "vllm-prometheus"):
-        return usage(f"--before is for vllm-prometheus scrapes, not --format {args.format}")
     name = "<stdin>" if args.log == "-" else args.log
     progress = Reading(sys.stderr, args.progress)
     try:

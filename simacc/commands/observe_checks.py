@@ -399,7 +399,7 @@ def judge(tally, law=None, false_alarm=FALSE_ALARM, candidates=()):
     shared = records and not lockstep and any(n > 1 for n in sized)
     statistical = 1 if tally.supports == "mean" else 2 + shared + 2 * (records and sd > 0)
     each = false_alarm / statistical
-    checks = [_lengths(tally)]
+    checks = [_lengths(tally) if tally.supports != "mean" else _mean_inside(tally)]
     if tally.drafts is not None:
         drafts, tokens = tally.drafts
         checks.append(check("K drafts each", tokens == k * drafts, f"{tokens} draft tokens over {drafts} drafts",
@@ -482,6 +482,12 @@ def _lengths(tally):
     where = f"line {line}: " if line is not None else ""
     return check("lengths", False, f"{tally.outside} lengths outside 1..{d + 1} ({'K' if d == k else 'drafted'}={d}): "
                  f"{where}accept_length={length}", outside=tally.outside)
+
+
+def _mean_inside(tally):
+    mean, k = tally.mean_only[0], tally.k
+    return check("lengths", 1 <= mean <= k + 1, f"the mean length {mean:g} lies in 1..{k + 1}",
+                 f"the mean length {mean:g} lies outside 1..{k + 1} (K={k})", outside=0)
 
 
 def _one_length(law, mixed):

@@ -311,14 +311,8 @@ def read_atom_stats(source, tally):
     ``average_tokens_per_forward`` over ``total_draft_tokens / K`` steps."""
     if tally.law.engine.id not in ATOM_ENGINES:
         raise LogError(f"{source.name}: ATOM's /debug/mtp_stats, but --engine {tally.law.engine.id}")
-    printed = {}
-
-    def keep(text):
-        printed.setdefault("last", text)
-        return float(text)
-
     try:
-        stats = json.loads(source.text(), parse_float=keep)
+        stats = json.loads(source.text(), parse_float=_Printed)
     except json.JSONDecodeError as e:
         raise LogError(f"{source.name}: not JSON at line {e.lineno} column {e.colno} ({e.msg}): expected ATOM's "
                        "/debug/mtp_stats") from None
@@ -336,12 +330,21 @@ def read_atom_stats(source, tally):
         tally.add_counts(counts)
         return
     mean, tokens = stats.get("average_tokens_per_forward"), stats.get("total_draft_tokens")
-    if not isinstance(mean, float) or type(tokens) is not int or tokens % tally.k:
+    if not isinstance(mean, _Printed) or type(tokens) is not int or tokens % tally.k:
         raise LogError(f"{source.name}: no distribution, and no average_tokens_per_forward with total_draft_tokens "
                        f"(a multiple of K = {tally.k})")
-    text = repr(mean)
-    decimals = len(text.split(".")[1]) if "." in text and "e" not in text else 17
-    tally.set_mean(mean, tokens // tally.k, 0.5 * 10 ** -decimals if decimals < 15 else 0.0)
+    tally.set_mean(float(mean), tokens // tally.k, mean.rounding)
+
+
+class _Printed(float):
+    """A JSON number with what its printing may have rounded off: half its last decimal (none
+    past 14 decimals, a float printed in full)."""
+
+    def __new__(cls, text):
+        number = super().__new__(cls, text)
+        decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 17
+        number.rounding = 0.5 * 10 ** -decimals if decimals < 15 else 0.0
+        return number
 
 
 FORMATS = {
