@@ -15,6 +15,7 @@ import argparse
 from collections import Counter
 
 from simacc.commands import observe_checks as checks
+from simacc.commands import observe_tally
 from simacc.contract import laws
 
 PAIRS = [  # (drawn from, judged against, batch)
@@ -38,7 +39,7 @@ ALARM_LAWS = [("vllm", 2.6, 3), ("vllm", 3.5, 4), ("sglang", 2.6, 3), ("llama.cp
 
 def tally_of(law, run):
     """The tally of a run (a list per step of its lengths), as ``simacc observe`` reads it."""
-    tally = checks.Tally(law)
+    tally = observe_tally.Tally(law)
     line = 0
     for s, step in enumerate(run):
         for r, n in enumerate(step):

@@ -6,10 +6,10 @@ carry.
 LOG is what the engine wrote (:mod:`simacc.commands.observe_formats`: simacc's JSON Lines of
 ``accept_length`` per request per step, vLLM's responses or Prometheus scrape, sglang's server
 log or responses, ATOM's stats), read in one pass in memory that grows with the steps and the
-requests, not the records. The verdict (:mod:`simacc.commands.observe_checks`): every length in
-``1..K+1``; the joint law within a step; no drift within the run; no serial dependence within a
-request; the mean, with an empirical Bernstein interval; the distribution, with the per-point
-Chernoff band. The statistical checks share :data:`FALSE_ALARM` (a union bound), and the verdict
+requests, not the records (:mod:`simacc.commands.observe_tally`). The verdict
+(:mod:`simacc.commands.observe_checks`): every length in ``1..K+1``; the joint law within a
+step; no drift within the run; no serial dependence within a request; the mean, with Bernstein's
+interval at the law's variance; the distribution, with the per-point Chernoff band. The statistical checks share :data:`FALSE_ALARM` (a union bound), and the verdict
 states its power: a log too small to see a shift of 0.1 in AL is INCONCLUSIVE, never a match.
 """
 
@@ -25,7 +25,8 @@ from simacc.commands import laws as laws_command
 from simacc.commands import observe_formats as formats
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
-from simacc.commands.observe_checks import FALSE_ALARM, POWER, SHIFT, LogError, Tally, judge, shift
+from simacc.commands.observe_checks import FALSE_ALARM, POWER, SHIFT, judge, shift
+from simacc.commands.observe_tally import LogError, Tally
 from simacc.contract import laws
 from simacc.harness.config import settings as opts
 from simacc.harness.processes.atomic import write_atomically
