@@ -112,7 +112,7 @@ def load(config):
         return
     watch.beat(IMPORT_LIMIT * chosen.timeout)  # a supervisor ends an import that never finishes
     try:
-        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id)
+        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id, chosen.refused_drafts)
     except impl.ImplError as e:
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
