@@ -394,6 +394,31 @@ def test_every_property_that_draws_is_a_hypothesis_test_when_collected(tmp_path)
     assert drawing <= names and not names & {p.id for p in properties.every_property() if not p.is_hypothesis_test}
 
 
+def _hypofuzz(pytest_args, cwd):
+    hypothesis = os.path.join(os.path.dirname(sys.executable), "hypothesis")
+    return subprocess.Popen([hypothesis, "fuzz", "-n", "1", "--no-dashboard", "--", *pytest_args], cwd=cwd,
+                            env=offered.without_settings(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def test_hypofuzz_comes_back_to_a_property_it_left(tmp_path):
+    """HypoFuzz tears an item down when it moves to another test and sets it up again when
+    it comes back, where pytest fills only the fixtures the item's funcargs lack: the
+    ``simacc`` fixture leaves none behind, so the worker gets a new runner (it died at its
+    first return, with HypoFuzz 25.11.1, when the closed one stayed there)."""
+    pytest.importorskip("hypofuzz", reason="needs HypoFuzz: pip install -e '.[fuzz]'")
+    fuzzing = _hypofuzz(["--pyargs", "simacc.properties.test_index",
+                         "--simacc-impl=simacc:generate_simulated_accept_index", "--simacc-device=cpu"], tmp_path)
+    try:
+        fuzzing.wait(timeout=45)  # a hundred examples of one of its three properties, then another, over and over
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        os.killpg(fuzzing.pid, signal.SIGKILL)
+        said = fuzzing.communicate()[0]
+    assert "using 1 process to fuzz 3 tests" in said and "Traceback" not in said, said
+
+
 def test_a_failure_hypofuzz_finds_replays_in_check_and_repro_through_the_example_database(tmp_path):
     """HypoFuzz (``hypothesis fuzz``) fuzzes a property's item against a mutant and stores its
     find under the key simacc's own runs use (the implementation's name, the kind of device):
@@ -411,11 +436,8 @@ def test_a_failure_hypofuzz_finds_replays_in_check_and_repro_through_the_example
                                                        profiles.for_session("default"))
     key = function_digest(test.hypothesis.inner_test)
     database = DirectoryBasedExampleDatabase(str(tmp_path / ".hypothesis" / "examples"))
-    hypothesis = os.path.join(os.path.dirname(sys.executable), "hypothesis")
-    fuzzing = subprocess.Popen([hypothesis, "fuzz", "-n", "1", "--no-dashboard", "--", "--pyargs",
-                                "simacc.properties.test_index", f"--simacc-impl={FOUND_AT_ONCE}", "--simacc-device=cpu",
-                                f"--simacc-property={ITS_KILLER}"], cwd=tmp_path, env=offered.without_settings(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    fuzzing = _hypofuzz(["--pyargs", "simacc.properties.test_index", f"--simacc-impl={FOUND_AT_ONCE}",
+                         "--simacc-device=cpu", f"--simacc-property={ITS_KILLER}"], tmp_path)
     try:
         give_up = time.monotonic() + 150
         while not any(database.fetch(key)) and not any(database.fetch(key + b".secondary")):
