@@ -102,7 +102,8 @@ def repeats(seeds, examples=50):
     step against step, :func:`simacc.harness.judging.statistics.repeat_test`), at the share a
     run of ``examples`` drawn programs gives it, on the fixed programs' laws (x = 2.5, W = 4):
     the documented law drawn independently (its false alarms), a stream seeded again every
-    ``d`` steps (its first seeding at a random step of the first ``d``), and one that repeats its last draw with probability ``s``."""
+    ``d`` steps (its first seeding at a random step of the first ``d``), and one that repeats
+    its last draw with probability ``s``."""
     from simacc.properties import serving
 
     share = statistics.FALSE_ALARM / (examples + len(serving.sa.METHODS)) / 2
@@ -124,9 +125,10 @@ def repeats(seeds, examples=50):
 
         kinds = [("documented", None, 0)] + [("reseeded", f"every {d}", d) for d in (4, 8, 16, 32, 48, 64, 80)] + \
                 [("sticky", f"repeats {s:.2f}", s) for s in (0.25, 0.5)]
-        found[method] = {f"{kind} {name or ''}".strip(): sum(not statistics.repeat_test(stream(kind, value), law, share).passed
-                                                            for _ in range(seeds))
-                         for kind, name, value in kinds}
+        found[method] = {
+            f"{kind} {name or ''}".strip(): sum(not statistics.repeat_test(stream(kind, value), law, share).passed
+                                                for _ in range(seeds))
+            for kind, name, value in kinds}
     return found
 
 

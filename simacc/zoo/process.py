@@ -181,7 +181,7 @@ def _warm_up(keep, delay):
 
 
 _WARM_UPS = []
-WARM_UP_DELAY = 1.0  # seconds: simacc's calls go on meanwhile, and the change lands between two of them or after the last
+WARM_UP_DELAY = 1.0  # seconds: calls go on meanwhile, and the change lands between two of them or after the last
 
 
 @register("process state", PROCESS)

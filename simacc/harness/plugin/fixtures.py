@@ -33,7 +33,7 @@ class State:
     loaded: bool = False
     prefix: str | None = None  # the session's shared files (simacc.harness.processes.watch)
     outer_prefix: str | None = None  # this process's before (a session run inside another's process gives them back)
-    started: tuple | None = None  # the process state and threads before this process's first call (process_state.started)
+    started: tuple | None = None  # the process state and threads before its first call (process_state.started)
 
 
 STATE = pytest.StashKey[State]()
