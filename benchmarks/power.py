@@ -97,6 +97,41 @@ def measure(seeds):
     return found
 
 
+def repeats(seeds, examples=50):
+    """``{law: {profile case: detections}}`` of the serving burst's repeat test (its lengths
+    step against step, :func:`simacc.harness.judging.statistics.repeat_test`), at the share a
+    run of ``examples`` drawn programs gives it, on the fixed programs' laws (x = 2.5, W = 4):
+    the documented law drawn independently (its false alarms), a stream seeded again every
+    ``d`` steps (its first seeding at a random step of the first ``d``), and one that repeats
+    its last draw with probability ``s``."""
+    from simacc.properties import serving
+
+    share = statistics.FALSE_ALARM / (examples + len(serving.sa.METHODS)) / 2
+    found = {}
+    for method in serving.sa.METHODS:
+        law = np.array(serving.probabilities(2.5, method, 4))
+        rng = np.random.default_rng(sum(map(ord, method)))
+
+        def stream(kind, value):
+            draws = list(rng.choice(len(law), size=serving.BURST, p=law / law.sum()) + 1)
+            if kind == "reseeded":  # its own draws up to its first seeding, at a random step of the first block
+                phase = int(rng.integers(value))
+                return draws[:phase] + [draws[phase + i % value] for i in range(serving.BURST - phase)]
+            if kind == "sticky":
+                for i in range(1, serving.BURST):
+                    if rng.random() < value:
+                        draws[i] = draws[i - 1]
+            return draws
+
+        kinds = [("documented", None, 0)] + [("reseeded", f"every {d}", d) for d in (4, 8, 16, 32, 48, 64, 80)] + \
+                [("sticky", f"repeats {s:.2f}", s) for s in (0.25, 0.5)]
+        found[method] = {
+            f"{kind} {name or ''}".strip(): sum(not statistics.repeat_test(stream(kind, value), law, share).passed
+                                                for _ in range(seeds))
+            for kind, name, value in kinds}
+    return found
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--seeds", type=int, default=1000, help="seeds per law (default 1000)")
@@ -110,9 +145,15 @@ def main(argv=None):
         for name, row in laws.items():
             checks = ", ".join(f"{where}: {n}" for where, n in row["checks"].items())
             print(f"  {name:<11} {row['detected']:>5}   [{checks}]")
+    burst = repeats(args.seeds)
+    print(f"\nserving_loop_conforms_at_every_step: its burst's repeat test, detections in {args.seeds} seeds "
+          "(x = 2.5, W = 4; the default profile's share)")
+    for method, row in burst.items():
+        print(f"  {method}: " + ", ".join(f"{name}: {n}" for name, n in row.items()))
     print(f"\n{time.monotonic() - start:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seeds": args.seeds, "properties": found}, indent=1))
+        Path(args.json).write_text(json.dumps({"seeds": args.seeds, "properties": found, "burst repeats": burst},
+                                              indent=1))
 
 
 if __name__ == "__main__":

@@ -26,12 +26,15 @@ each later step. Static buffers are written only inside the batch's view. At the
 level, a ``quiet`` engine's ``burst`` runs :data:`BURST` steps with the same batch from the
 CPU generator seeded once at the burst's start and never again, as a server seeded once
 draws, and checks their lengths against the documented distribution
-(:func:`~simacc.harness.judging.statistics.cdf_test` at ``1e-6 / (examples + fixed programs)``
-a burst: a program bursts once, so at most 1e-6 a property run). A quiet engine's ``x`` is
+(:func:`~simacc.harness.judging.statistics.cdf_test`) and against each other, each call its own
+draw (:func:`~simacc.harness.judging.statistics.repeat_test`: no lag at which they repeat more
+than independent draws could), each at half of ``1e-6 / (examples + fixed programs)`` a burst:
+a program bursts once, so at most 1e-6 a property run (docs/serving.md states the repeat test's
+measured power). A quiet engine's ``x`` is
 ``k + 1/2`` (:mod:`simacc.strategies.serving`), where no length has probability over 1/2: a
 port that draws without advancing the generator (inside ``torch.random.fork_rng``) gives one
-``L`` for the whole burst, 64 lengths on one side of the CDF's middle point where the law
-puts half on each side, which the test sees at any false-alarm rate above ``2^-64``. At the
+``L`` for the whole burst, 128 lengths on one side of the CDF's middle point where the law
+puts half on each side, which the test sees at any false-alarm rate above ``2^-128``. At the
 exact level every step's draw and the generator state after it are checked already (a port
 that does not advance the generator fails the first step).
 
@@ -72,7 +75,9 @@ from simacc.strategies import scalars as sc
 from simacc.strategies import serving as sv
 from simacc.strategies import tensors as tn
 
-BURST = 64  # steps of a burst: an L stuck on one value of probability 1/2 has 64 ln 2 = 44 nats against a budget of ~20
+# steps of a burst: an L stuck on one value of probability 1/2 has 128 ln 2 = 89 nats against a budget
+# of ~20, and a stream seeded again every 16 steps repeats at lag 16 in 97 of 112 pairs at least, whatever its phase
+BURST = 128
 MAX_STEPS = 1000  # steps a program from a file may hold
 DTYPES = {"int64": torch.int64, "int32": torch.int32}
 REAL = "real-draft-token"
@@ -126,6 +131,8 @@ class ServingLoop(RuleBasedStateMachine):
     buffers (:meth:`allocate`) and run one step (:meth:`run_step`, which returns the step's
     ``L``, None when no row shows it); :func:`machine_for` adds the start rule that draws
     its knobs from ``engines``."""
+
+    burst_steps = BURST  # steps of a burst (:meth:`burst`)
 
     engines = None  # the knobs' strategy, a function of the token modes
     knobs_checked = {}  # knob: (low, high) or the values allowed, for programs from files
@@ -226,19 +233,26 @@ class ServingLoop(RuleBasedStateMachine):
             torch.default_generator.manual_seed(zlib.crc32(f"{self.knobs['seed']}:burst".encode()))
         self.in_burst = True
         try:
-            shown = [self.run_step() for _ in range(BURST)]
+            shown = [self.run_step() for _ in range(self.burst_steps)]
         finally:
             self.in_burst = False
         self.judge_burst(shown)
 
     def judge_burst(self, lengths):
-        """The burst's lengths follow the documented distribution."""
+        """The burst's lengths follow the documented distribution, each its own draw: no lag
+        at which they repeat each other more than independent draws could (each test at half
+        the burst's share)."""
         __tracebackhide__ = True
         if None in lengths:
             return  # an empty batch shows no length (a program from a file)
         x, method, width = self.knobs["x"], self.knobs["method"], self.knobs["width"]
-        what = f"{method} L counts over a burst of {BURST} steps seeded once (x={x}, max_len={width})"
-        support.check_distribution(lengths, probabilities(x, method, width), what, self.burst_false_alarm())
+        what = f"{method} L counts over a burst of {len(lengths)} steps seeded once (x={x}, max_len={width})"
+        law = probabilities(x, method, width)
+        support.check_distribution(lengths, law, what, self.burst_false_alarm() / 2)
+        repeats = statistics.repeat_test(lengths, law, self.burst_false_alarm() / 2)
+        check(repeats.passed, f"the burst's lengths {lengths}, step i against step i + {repeats.lag} (§9.1: each "
+              "call its own draw)", f"{repeats.matches} equal of {repeats.pairs}",
+              f"fewer (independent draws match that often with probability {repeats.chance:.1e} at most)", None)
 
     def burst_false_alarm(self):
         """A burst's share of the property's false-alarm rate: a program bursts once at most,

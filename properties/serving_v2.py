@@ -48,13 +48,15 @@ from simacc.properties import serving, support, vllm
 from simacc.strategies import serving as sv
 from simacc.strategies import vllm as vl
 
-BURST = serving.BURST
+BURST = 64  # steps of a burst: its pairs of steps judge independence (the module), 32 a request
 
 
 class V2Loop(serving.ServingLoop):
     """V2's synthetic sampler in an engine's decode loop (see the module). ``requests`` maps
     a running request's slot to ``[seed, position, greedy, temperature]``; ``repeated`` a
     request's drafts and logits, the same at every step of a burst."""
+
+    burst_steps = BURST
 
     engines = staticmethod(sv.v2_engines)
     knobs_checked = {"mode": list(vl.GREEDY), "width": (2, sv.MAX_V2_WIDTH), "length": float,

@@ -18,6 +18,8 @@ sampled tokens' batches mix greedy requests in and put V2's sampling requests at
 of 1/4: the logits come processed, so the law is theirs at any temperature.
 """
 
+import dataclasses
+
 import torch
 
 from simacc.contract import vllm as ref
@@ -25,6 +27,7 @@ from simacc.harness.config import devices
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support, vllm
 from simacc.strategies import vllm as sv
 
@@ -239,6 +242,30 @@ def test_vllm_v1_makes_v1s_generator_calls(simacc, case):
 def test_vllm_v1_a_servers_batch_makes_v1s_generator_calls(simacc, case):
     """V1 exactly, in a batch of 1025 sampling requests each with a generator of its own: every one of them draws from its own (§16.2)."""
     _check_v1_draws(simacc, case)
+
+
+@claim("vllm_v1", levels=("exact",), case=vllm.cases_for_impl())
+def test_vllm_v1_compares_each_uniform_with_its_rate_in_float64(simacc, case):
+    """V1 exactly, its first rate set onto a uniform that float32 rounds up to it: u < c compared in the uniforms' float64, not in the logits' float32 (§16.1, §16.2)."""
+    _check_v1_draws(simacc, _first_rate_at_a_uniform(case, simacc.device))
+
+
+def _first_rate_at_a_uniform(case, device):
+    """``case`` with its first rate the float32 value just above the uniform of the first
+    request whose first draft is a token the target allows and whose uniform float32 rounds
+    up (by half a float32 step at most: about one draft in 2**25 by chance); ``case`` itself
+    where no first draft's uniform rounds up."""
+    uniforms = v1_draws(case, device)[0].tolist()
+    logits, start = case.target_logits.values, 0
+    for n, req in zip(case.counts, vllm.requests(case)):
+        if n and req.drafts[0] >= 0 and logits[start, req.drafts[0]] > -torch.inf:
+            rate = torch.tensor(uniforms[start], dtype=torch.float32)
+            if rate.item() > uniforms[start]:
+                rates = case.synthetic_conditional_rates.values.clone()
+                rates[0] = rate
+                return dataclasses.replace(case, synthetic_conditional_rates=TensorArg(rates))
+        start += n
+    return case
 
 
 def _check_v1_draws(simacc, case):

@@ -422,17 +422,19 @@ def _kernel_cases(draw, modes, batch_sizes, spec_steps):
 
 # A server's batch (CONTRACT.md §11.3), built whole rather than drawn: the drawn cases reach a
 # server's size rarely (``scalars.SERVER_SHARE``), so a bug that needs one could pass a short run.
-# blocks of 256 to 4096 rows, then a tail of seven: a grid that drops its tail, or launches it at a power of
-# two (4) with no mask, leaves rows unwritten; a tail of one row is among the drawn sizes (scalars.SERVER_SIZES)
-SERVER_BS = 4096 + 7
+# blocks of 256 to 16,384 rows (the largest batch the contract covers, §11.3), then a tail of seven: a grid that
+# drops its tail, or launches it at a power of two (4) with no mask, leaves rows unwritten, and a builder that works
+# in chunks of 8192 rows meets a second chunk; a tail of one row is among the drawn sizes (scalars.SERVER_SIZES)
+SERVER_BS = 16384 + 7
+DFLASH_SERVER_BS = 4096 + 7  # requests of 16-token blocks: 65,648 rows, past 2**16 already
 _SERVER_WIDTH = sc.MAX_SPEC_STEPS + 1
 _SERVER_GAP = 16  # slots between chains, free: three roots in four pass 2**15
 _SERVER_VOCAB = 151_936
 
 
 def server_batches(*, modes=sa.TOKEN_MODES):
-    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 4103
-    requests (whole blocks of 256 to 4096 rows and a tail of seven) of 17-slot chains with 16
+    """A server's batch for ``generate_simulated_accept_index`` in each of ``modes``: 16,391
+    requests (whole blocks of 256 to 16,384 rows and a tail of seven) of 17-slot chains with 16
     free slots after each, in a shuffled order, so that roots pass 2**15 and follow no formula; a length
     of 9.5 by match-expected (L is 9 or 10); contiguous tensors; seed 0. Each is built once a
     process, at its first draw (not when a property module declares the strategy)."""
@@ -445,7 +447,7 @@ def kernel_server_batches(*, modes=sa.TOKEN_MODES):
 
 
 def dflash_server_batches(*, modes=sa.TOKEN_MODES):
-    """:func:`server_batches` for the DFLASH layout: 4103 requests of 16-token blocks, with
+    """:func:`server_batches` for the DFLASH layout: 4103 requests (:data:`DFLASH_SERVER_BS`) of 16-token blocks, with
     ``target_predict`` in real mode, and in real mode once more with the logits alone: their
     argmax over 65,648 rows, past a CUDA grid's 65,535."""
     return st.deferred(lambda: st.sampled_from([_server_dflash_case(mode, logits) for mode in modes
@@ -503,16 +505,16 @@ def _server_kernel_case(mode):
 @functools.lru_cache(maxsize=None)
 def _server_dflash_case(mode, logits=False):
     contents = _Contents(DflashCase, 0)
-    shape = (SERVER_BS, _SERVER_WIDTH - 1)
+    shape = (DFLASH_SERVER_BS, _SERVER_WIDTH - 1)
     target = contents.ints("target_predict", shape, torch.int64, 0, _SERVER_VOCAB)
     rows = shape[0] * shape[1]
     classes = _LOGIT_CELLS // rows  # 15: a case's logits take at most _LOGIT_CELLS
     return DflashCase(
         candidates=TensorArg(contents.ints("candidates", shape, torch.int64, 0, _SERVER_VOCAB)),
         target_predict=TensorArg(target) if mode == "real-draft-token" and not logits else None,
-        accept_len=TensorArg(contents.ints("accept_len", (SERVER_BS,), torch.int32, *tn.INT32)),
-        commit_lens=TensorArg(contents.ints("commit_lens", (SERVER_BS,), torch.int32, *tn.INT32)),
-        bonus=TensorArg(contents.ints("bonus", (SERVER_BS,), torch.int64, *tn.WIDE)),
+        accept_len=TensorArg(contents.ints("accept_len", (DFLASH_SERVER_BS,), torch.int32, *tn.INT32)),
+        commit_lens=TensorArg(contents.ints("commit_lens", (DFLASH_SERVER_BS,), torch.int32, *tn.INT32)),
+        bonus=TensorArg(contents.ints("bonus", (DFLASH_SERVER_BS,), torch.int64, *tn.WIDE)),
         out_tokens=TensorArg(contents.ints("out_tokens", shape, torch.int64, *tn.WIDE)),
         simulate_acc_len=9.5,
         simulate_acc_method="match-expected",

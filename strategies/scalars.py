@@ -18,12 +18,12 @@ MAX_SPEC_STEPS = 16
 # one past a block of 32, and a block of 64 itself
 LONG_SPEC_STEPS = (17, 32, 63)
 TYPICAL_BS = 256  # the large group's top: the batch sizes most cases draw
-MAX_BS = 4097  # the default top: a server's running batch and --cuda-graph-max-bs go past 4096 (CONTRACT.md §11.3)
+MAX_BS = 16385  # the default top: one past the largest batch the contract covers, 16,384 requests (CONTRACT.md §11.3)
 # A server's sizes past the typical, each with its weight among them: powers of two (graph
 # batch sizes, kernel blocks of 512 or 1024 rows) and, most often, one past each, whose last
-# block holds a single row; past 1025 rarely, a case of thousands of rows costing a per-row
-# implementation a tenth of a second.
-SERVER_SIZES = {257: 6, 512: 1, 513: 6, 1024: 1, 1025: 6, 2048: 1, 2049: 2, 4096: 1, 4097: 2}
+# block holds a single row, up to one past 16,384; past 1025 rarely, a case of thousands of rows
+# costing a per-row implementation a tenth of a second (past 8192, half a second and more).
+SERVER_SIZES = {257: 6, 512: 1, 513: 6, 1024: 1, 1025: 6, 2048: 1, 2049: 2, 4096: 1, 4097: 2, 8193: 1, 16385: 1}
 SERVER_SHARE = 12  # about one batch size in this many is a server's
 
 _SEEDS = st.integers(0, 2**32 - 1)
@@ -89,7 +89,7 @@ def _check_range(name_lo, lo, name_hi, hi):
 def batch_sizes(min_bs=0, max_bs=MAX_BS):
     """Batch sizes in ``[min_bs, max_bs]``: of the groups allowed, about a third each small
     (1 to 8), 0, and large (9 to 256), and about one in :data:`SERVER_SHARE` a server's
-    size past those (:data:`SERVER_SIZES`: 257, 512, 513, ... 4097, by their weights).
+    size past those (:data:`SERVER_SIZES`: 257, 512, 513, ... 16385, by their weights).
 
     Server sizes come often enough that a kernel whose tail block is wrong fails in the ci
     profile's 200 examples (Hypothesis's generation favours the table's first entries, so

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -178,6 +179,41 @@ def test_a_host_whose_precision_is_set_per_backend_sees_a_change_named_and_no_wa
         for b, value in zip(backends, kept):
             b.fp32_precision = value
     assert torch.get_float32_matmul_precision() == name
+
+
+def _later_thread():
+    return next(t for t in threading.enumerate() if t.name == "later")
+
+
+def test_a_thread_that_changes_the_process_between_two_calls_fails_the_next_call_and_is_put_back(workdir):
+    with Runner(impl.load(spec("sets_precision_on_a_thread_later")), "cpu") as runner:
+        runner.run(small_case())
+        _later_thread().join()
+        changed = runner.run(small_case()).changed
+        assert torch.get_float32_matmul_precision() == "highest"
+        with pytest.raises(AssertionError, match=r"highest -> high \(between two calls\)"):
+            runner.check_process()
+    assert changed == ("float32 matmul precision highest -> high (between two calls)",)
+
+
+def test_a_sessions_end_waits_for_the_threads_started_during_it_and_fails_on_what_they_changed():
+    from simacc.harness.call import process_state
+    from simacc.harness.call.runner import ProcessChanged, check_the_end
+
+    start = process_state.started()
+    thread = threading.Thread(target=lambda: (time.sleep(0.3), torch.set_float32_matmul_precision("high")))
+    thread.start()
+    with pytest.raises(ProcessChanged, match="found at the session's end .*: float32 matmul precision highest -> high"):
+        check_the_end(impl.reference("eagle"), start)
+    assert not thread.is_alive() and torch.get_float32_matmul_precision() == "highest"
+    check_the_end(impl.reference("eagle"), start)  # nothing changed since: nothing raised
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_a_thread_that_changes_the_process_after_the_last_call_fails_the_session(workdir, capsys, workers):
+    # in the session's one process, or its one worker: the verdict does not depend on when the thread acts
+    code, out, _ = check_command(capsys, "sets_precision_on_a_thread_later", COUNT, workers=workers)
+    assert code == 1 and "float32 matmul precision highest -> high" in out, out
 
 
 def test_a_change_of_directory_is_put_back_after_each_call(workdir):

@@ -139,8 +139,8 @@ def test_repro_draws_the_chart_of_a_serving_loops_burst(tmp_path, monkeypatch, c
     (tmp_path / "burst.json").write_text(json.dumps(record))
     assert cli.main(["repro", str(tmp_path / "burst.json"), "--impl", record["impl"]]) == 1
     out = capsys.readouterr().out
-    assert "\nFAIL: multinomial L counts over a burst of 64 steps seeded once (x=2.5, max_len=4)=" in out
-    assert "\n  L over 64 draws, observed (#) against expected (=); the observed CDF must lie in its band\n" in out, out
+    assert "\nFAIL: multinomial L counts over a burst of 128 steps seeded once (x=2.5, max_len=4)=" in out
+    assert "\n  L over 128 draws, observed (#) against expected (=); the observed CDF must lie in its band\n" in out, out
 
 
 @pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")

@@ -225,8 +225,19 @@ def test_a_burst_rejects_a_semantic_port_whose_generator_never_advances(tmp_path
     prop = properties.find(LOOP)
     with Runner(impl.load(f"{tmp_path / 'stuck.py'}:never_advances", level="semantic"), "cpu") as runner:
         error = prop.replay(runner, quiet)
-    assert isinstance(error, AssertionError) and "L counts over a burst of 64 steps" in str(error)
+    assert isinstance(error, AssertionError) and "L counts over a burst of 128 steps" in str(error)
     with Runner(impl.reference("eagle", "semantic"), "cpu") as runner:
+        assert prop.replay(runner, quiet) is None
+
+
+def test_a_burst_rejects_a_semantic_port_whose_lengths_repeat_every_16_calls_and_passes_one_that_continues():
+    # each length with the documented law: only the repeat test sees the burst's copies (§9.1)
+    quiet = Program("EagleLoop", {**GOOD, "x": 2.5, "quiet": True}, (("join", {"count": 2}), ("burst", {})))
+    prop = properties.find(LOOP)
+    with Runner(impl.load("simacc.zoo.sampling:own_stream_reseeded_every_16_calls", level="semantic"), "cpu") as runner:
+        error = prop.replay(runner, quiet)
+    assert isinstance(error, AssertionError) and "step i against step i + 16 (§9.1" in str(error), error
+    with Runner(impl.load("simacc.zoo.sampling:own_stream_continued", level="semantic"), "cpu") as runner:
         assert prop.replay(runner, quiet) is None
 
 

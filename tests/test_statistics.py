@@ -1,8 +1,10 @@
 """The CDF test behind every distribution claim (CONTRACT.md §9.4): its bands are the Chernoff
 bound's at the stated false-alarm rate, a side the bound never reaches is accepted whole, a
-value the law rules out fails at once, and its power is the exact binomial law's."""
+value the law rules out fails at once, and its power is the exact binomial law's. The repeat
+test (§9.1: consecutive draws independent) fails blocks repeated at any lag up to half the draws."""
 
 import math
+import random
 
 from simacc.harness.judging import statistics
 
@@ -47,3 +49,20 @@ def test_the_detectable_gap_is_seen_with_the_power_asked_and_a_smaller_one_is_no
     high = statistics.band(n, f, points)[1]
     assert statistics._binomial_tail_above(n, f + gap, high * n) >= 0.999
     assert statistics._binomial_tail_above(n, f + gap * 0.9, high * n) < 0.999
+
+
+def test_repeated_blocks_fail_the_repeat_test_at_their_period_and_independent_draws_pass():
+    law = [0.25, 0.5, 0.25]
+    block = [1, 2, 3, 2, 2, 1, 3, 2, 2, 3, 1, 2, 2, 3, 2, 1]
+    test = statistics.repeat_test(block * 4, law)
+    assert not test.passed and (test.lag, test.matches, test.pairs) == (16, 48, 48) and math.isclose(test.chance, 0.5 ** 48)
+    rng = random.Random(0)
+    assert all(statistics.repeat_test(rng.choices([1, 2, 3], law, k=64), law).passed for _ in range(200))
+
+
+def test_the_repeat_tests_bound_holds_for_a_lopsided_law():
+    # one value of probability 0.9: most pairs match by chance, and the bound at max p allows it
+    law = [0.9, 0.1]
+    rng = random.Random(1)
+    assert all(statistics.repeat_test(rng.choices([1, 2], law, k=64), law).passed for _ in range(200))
+    assert statistics.repeat_test([1] * 64, [1.0]).passed  # a law of one value: every pair matches

@@ -410,6 +410,9 @@ def test_batch_sizes_reach_a_servers_sizes_and_shrink_to_the_smallest_one_a_fail
     assert minimal(sx.batch_sizes(), lambda b: b > 256) == 257
     assert minimal(sx.batch_sizes(), lambda b: b > 512 and b % 512) % 512 == 1  # a tail of one row
     assert minimal(sx.batch_sizes(), lambda b: b > 4096) == 4097
+    # one past each power of two up to the largest batch the contract covers (§11.3), rarer still
+    assert minimal(sx.batch_sizes(4098), lambda b: b > 4097) == 8193
+    assert minimal(sx.batch_sizes(4098), lambda b: b > 8193) == 16385
     assert all(b <= 600 for b in samples(sx.batch_sizes(0, 600)))
 
 

@@ -104,6 +104,12 @@ def test_v1_cases_reach_seeded_requests_without_drafts_in_a_sampling_batch():
         b.counts[r] == 0 for r, s in enumerate(b.generator_seeds.values.tolist()) if s >= 0))
 
 
+def test_v1_cases_draw_float32_logits_only_as_v1s_sampler_casts_them():
+    # CONTRACT.md §16.2: vLLM 0.33's RejectionSampler.forward casts the target logits to float32
+    for strategy in (sv.v1_cases(max_bs=64), sv.v1_cases(max_bs=64, masked=True), sv.v1_server_batches()):
+        assert not reaches(strategy, lambda b: b.target_logits.values.dtype != torch.float32, examples=100)
+
+
 @pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
 def test_batches_shrink_to_one_greedy_request_with_k_1_and_rates_of_0(strategy):
     batch = minimal(strategy(max_bs=16, max_k=4))

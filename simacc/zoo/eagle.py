@@ -7,6 +7,7 @@ it. Everything else is the correct step from :mod:`simacc.zoo.base`.
 
 import torch
 
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.zoo import base
 from simacc.zoo.base import REAL, register
@@ -116,6 +117,38 @@ def index_in_a_workspace_past_2048_rows(accept_index, predict, num_correct_draft
                                                                    device=accept_index.device)
         out = space[: out.numel()].view(bs, width).copy_(out)
     return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+CHUNK = 8192  # rows one launch of a chunked index builder takes
+
+
+def _in_chunks(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+               simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, first_chunks_roots):
+    width = spec_steps + 1
+    length = base.sample(simulate_acc_len, simulate_acc_method, width)
+    out = torch.empty((bs, width), dtype=torch.int32, device=accept_index.device)
+    for start in range(0, bs, CHUNK):
+        stop = min(start + CHUNK, bs)
+        rows = slice(0, stop - start) if first_chunks_roots else slice(start, stop)
+        out[start:stop] = base.index(accept_index[rows, 0], length, width)
+    return base.finish(out, length, predict, num_correct_drafts, candidates, target_predict, simulate_acc_token_mode)
+
+
+@register("batch size", "a_servers_batch_is_simulated_like_a_small_one")
+def index_in_chunks_from_the_first_chunks_roots(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                                bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                                simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Builds the index in chunks of 8192 rows, every chunk from the first chunk's roots: past 8192 requests the later rows point at the first rows' slots."""
+    return _in_chunks(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, True)
+
+
+@register("correct")
+def index_in_chunks(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                    simulate_acc_len, simulate_acc_method=DEFAULT_METHOD, simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: builds the index in chunks of 8192 rows, each chunk from its own rows' roots."""
+    return _in_chunks(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                      simulate_acc_len, simulate_acc_method, simulate_acc_token_mode, False)
 
 
 @register("dtype", "index_is_a_fresh_int32_tensor_of_shape_bs_by_width")

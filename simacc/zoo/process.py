@@ -10,6 +10,8 @@ once, at import, and put it back.
 
 import os
 import signal
+import threading
+import time
 
 import torch
 
@@ -163,3 +165,48 @@ def guards_its_call_with_a_signal_handler(accept_index, predict, num_correct_dra
                                                simulate_acc_token_mode)
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def _warm_up(keep, delay):
+    """A warm-up's work, ``delay`` seconds on (out of the first steps' way): matmuls at "high"
+    float32 precision (TF32 on CUDA), kept for the calls after it (``keep``) or put back."""
+    time.sleep(delay)
+    found = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    x = torch.full((128, 128), 1 / 128)
+    for _ in range(64):
+        x = x @ x
+    if not keep:
+        torch.set_float32_matmul_precision(found)
+
+
+_WARM_UPS = []
+WARM_UP_DELAY = 1.0  # seconds: calls go on meanwhile, and the change lands between two of them or after the last
+
+
+@register("process state", PROCESS)
+def warms_up_on_a_thread_it_leaves_running(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                           simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Starts a warm-up thread on its first call and returns without it: the thread sets the float32 matmul precision to "high" for good, after the call, between calls or after the last."""
+    if not _WARM_UPS:
+        _WARM_UPS.append(threading.Thread(target=_warm_up, args=(True, WARM_UP_DELAY), name="warm-up"))
+        _WARM_UPS[0].start()
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+_JOINED = []
+
+
+@register("correct")
+def warms_up_on_a_thread_it_joins(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                  spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: warms up on a thread on its first call at "high" float32 matmul precision, puts the precision back and joins the thread before it returns."""
+    if not _JOINED:
+        _JOINED.append(threading.Thread(target=_warm_up, args=(False, 0.0), name="warm-up"))
+        _JOINED[0].start()
+        _JOINED[0].join()
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)

@@ -413,3 +413,47 @@ def own_generator_length_in_tenths(accept_index, predict, num_correct_drafts, ca
                    lambda x, method, width: _port_length(x, method, width, _own_generator(), weight=tenths))
     return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps + 1,
                          simulate_acc_token_mode)
+
+
+class _Stream:
+    """A port's private stream of L: a generator seeded at its first call with the seed the
+    process's generator was last given (``torch.initial_seed()``: no draw taken from it), then
+    drawn from call after call (``reseed_every``: seeded again, from the same place, every that
+    many calls, as a port that resets its generator with its CUDA graphs does)."""
+
+    def __init__(self, reseed_every=None):
+        self.reseed_every, self.calls, self.gen = reseed_every, 0, torch.Generator()
+
+    def draw(self, x, method, width):
+        if self.calls == 0 or (self.reseed_every and self.calls % self.reseed_every == 0):
+            self.gen.manual_seed(torch.initial_seed())
+        self.calls += 1
+        return _own_draw(x, method, width, self.gen)
+
+
+_RESEEDED, _CONTINUED = _Stream(reseed_every=16), _Stream()
+
+
+@register("independence", "serving_loop_conforms_at_every_step", level="semantic")
+def own_stream_reseeded_every_16_calls(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                       spec_steps, simulate_acc_len, simulate_acc_method="match-expected",
+                                       simulate_acc_token_mode="fixed"):
+    """Draws L from a private stream that it seeds from torch.initial_seed() every 16 calls: a server seeded once repeats the same 16 lengths, each with the documented law."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    _own_draw(simulate_acc_len, simulate_acc_method, width, torch.Generator())  # rejects a bad method first
+    length = _RESEEDED.draw(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("correct", level="semantic")
+def own_stream_continued(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                         simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+    """Correct at the semantic level: draws L from a private stream seeded once, at its first call, and continued call after call."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    _own_draw(simulate_acc_len, simulate_acc_method, width, torch.Generator())  # rejects a bad method first
+    length = _CONTINUED.draw(simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)

@@ -1031,3 +1031,34 @@ def v1_generators_for_the_first_256_seeded_requests(*, draft_token_ids, num_draf
         draft_token_ids=draft_token_ids, num_draft_tokens=num_draft_tokens, target_logits=target_logits,
         bonus_token_ids=bonus_token_ids, is_greedy=is_greedy, generators=kept,
         synthetic_conditional_rates=synthetic_conditional_rates)
+
+
+def _v1_compared_in(dtype, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy, generators,
+                    synthetic_conditional_rates):
+    """V1's sampler in float32 (as vLLM's sampler casts its logits), each uniform compared with its rate in ``dtype``
+    (None: the logits')."""
+    counts, device = list(num_draft_tokens), target_logits.device
+    logits = target_logits.float()
+    dtype = dtype or logits.dtype
+    uniforms = ref.v1_uniforms(counts, generators, device)
+    allowed = ref.forbid(draft_token_ids, logits, torch.arange(sum(counts), device=device))
+    return _v1(counts, allowed, logits, bonus_token_ids, is_greedy, synthetic_conditional_rates.to(dtype),
+               uniforms.to(dtype), lambda: ref.v1_recovered(counts, draft_token_ids, logits,
+                                                            ref.v1_exponentials(counts, logits.shape[1], generators,
+                                                                                device)))
+
+
+@register("dtype", "vllm_v1_compares_each_uniform_with_its_rate_in_float64")
+def v1_compares_in_the_logits_dtype(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                                    generators, synthetic_conditional_rates):
+    """Compares each uniform with its rate in the logits' float32, not in the uniforms' float64: a uniform that float32 rounds up onto its rate is rejected."""
+    return _v1_compared_in(None, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                           generators, synthetic_conditional_rates)
+
+
+@register("correct")
+def v1_in_float32_compared_in_float64(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                                      generators, synthetic_conditional_rates):
+    """Correct: V1's sampler on float32 logits, each uniform compared with its rate in float64."""
+    return _v1_compared_in(torch.float64, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                           generators, synthetic_conditional_rates)

@@ -11,6 +11,12 @@ the same way. So no change of global state outlives the call that made it: a def
 of ``meta`` cannot turn the next test into an internal error, a default dtype of float64
 cannot change the next call's draws, and a change of directory cannot move a repro file.
 
+Any thread can change the state a whole process shares (:data:`SHARED`), so a thread a call
+started can change it after the call has returned: between two calls, or after the last. The
+runner compares it between its calls too (:func:`restore_shared`), and a session compares it once
+more at its end (:func:`settle`), after the threads started since its start have ended, so that
+whether the change is seen does not depend on when the thread made it.
+
 A snapshot costs about a microsecond: the default device is read as the depth of torch's
 function-mode stack (where ``torch.set_default_device`` puts it), and in full only when that
 depth is not zero.
@@ -22,6 +28,8 @@ property that judges a call's changes makes its calls at torch's own count (:fun
 import contextlib
 import os
 import signal
+import threading
+import time
 from typing import NamedTuple
 
 try:
@@ -37,6 +45,10 @@ _modes = getattr(torch._C, "_len_torch_function_stack", None)
 _SIGMASK = hasattr(signal, "pthread_sigmask")
 _PER_BACKEND = "set per backend (torch.backends.*.fp32_precision)"  # a precision torch's one name cannot say
 _OWN_THREADS = []  # torch's thread count before share_the_cores changed it, where it did
+# what any thread can change: the rest is the calling thread's own (grad and inference mode, the
+# default device, the signal mask) or set from the main thread only (the handlers)
+SHARED = ("dtype", "deterministic", "anomaly", "threads", "precision", "cwd")
+SETTLE_S = 2.0  # how long a session's end waits, in all, for the threads started during the session
 
 
 class Snapshot(NamedTuple):
@@ -117,6 +129,33 @@ def restore(before):
         changes.append(f"signal mask: {names} {'blocked' if now.blocked > before.blocked else 'changed'}")
         signal.pthread_sigmask(signal.SIG_SETMASK, before.blocked)
     return tuple(changes)
+
+
+def restore_shared(settled):
+    """Put back what changed since ``settled`` (a :func:`snapshot`) in the state any thread can
+    change (:data:`SHARED`), as :func:`restore` does: what a thread changed between two calls."""
+    now = snapshot()
+    if now == settled:
+        return ()
+    now, settled = Snapshot(*now), Snapshot(*settled)
+    return restore(now._replace(**{name: getattr(settled, name) for name in SHARED}))
+
+
+def started():
+    """The state and the threads now: what :func:`settle` compares a session's end with."""
+    return snapshot(), frozenset(threading.enumerate())
+
+
+def settle(start, wait=SETTLE_S):
+    """Once the threads started since ``start`` (a :func:`started`) have ended, ``wait`` seconds
+    at most in all, put back what changed since in the state any thread can change, as
+    :func:`restore` does: a session's last word on §11.4, whatever a call's thread did and
+    when."""
+    state, threads = start
+    deadline = time.monotonic() + wait
+    for thread in set(threading.enumerate()) - threads - {threading.current_thread()}:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return restore_shared(state)
 
 
 def _precision():

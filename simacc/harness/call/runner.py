@@ -166,6 +166,7 @@ class Runner:
         self._capture = Capture(capture)
         self._interrupts = Recorder()
         self._changed = ()
+        self._settled = None  # the process state the last call left (after its restore)
         self.closing = []  # what ends with the runner (a test's ranks), called as it exits
         self.changes = []  # (what a call changed in the process, its case), for every call that changed it
         self._generators_on = {}  # device: the generators a call there has seeded (_generators)
@@ -372,8 +373,10 @@ class Runner:
         """``fn(args)`` under the time limit (``limited`` False: ``fn`` limits each call it
         makes), with the process state restored afterwards (what changed kept for the
         outcome), the output kept up to a bound, a heartbeat for a supervisor while it runs,
-        and the harness checked once it is over."""
-        before = process_state.snapshot()
+        and the harness checked once it is over. What a thread changed in the state since the
+        last call (a thread that call started, still at work) is put back first, and kept too."""
+        between = process_state.restore_shared(self._settled) if self._settled is not None else ()
+        before = self._settled = process_state.snapshot()
         self._capture.start()
         watch.beat(self.timeout)
         try:
@@ -381,8 +384,20 @@ class Runner:
         finally:
             watch.rest()
             self._capture.stop()
-            self._changed = process_state.restore(before)
+            self._changed = tuple(f"{change} (between two calls)" for change in between) + process_state.restore(before)
             tamper.check(full=False)
+
+
+def check_the_end(impl, start):
+    """Raise :class:`ProcessChanged` when, at a session's end, the state any thread can change
+    differs from what it was at ``start`` (:func:`process_state.started`, before its first call),
+    once the threads started since have ended: a thread a call started may change it after the
+    last call, or between two tests, where no call's check sees it (CONTRACT.md §11.4)."""
+    changed = process_state.settle(start)
+    if changed:
+        raise ProcessChanged(f"{impl.spec} changed the process outside its calls, found at the session's end once the "
+                             f"threads started during it had ended (restored): {'; '.join(changed)} "
+                             "(CONTRACT.md §11.4: a thread a call started acts for the call)")
 
 
 def _released(error):

@@ -128,6 +128,38 @@ def counts_test(counts, probabilities, false_alarm=FALSE_ALARM, support=None):
     return dataclasses.replace(worst, passed=all(test.passed for _, test in judged))
 
 
+@dataclass(frozen=True)
+class RepeatTest:
+    """The outcome of :func:`repeat_test`: whether the draws pass, and at the lag most against
+    independence, how many of its pairs match and the bound on their chance."""
+
+    passed: bool
+    lag: int
+    matches: int
+    pairs: int
+    chance: float  # P(this many matches or more) for independent draws, at most
+
+
+def repeat_test(values, probabilities, false_alarm=FALSE_ALARM):
+    """Whether consecutive draws ``values`` repeat each other at some lag ``d`` (1 to ``n/2``)
+    more often than independent draws of the law ``probabilities`` could (CONTRACT.md §9.1):
+    given the draws before it, ``values[i]`` equals ``values[i - d]`` with probability at most
+    ``max(probabilities)``, so the count of matches at lag ``d`` is at most
+    ``Binomial(n - d, max p)`` in its upper tail, whatever the law; each lag is judged at
+    ``false_alarm`` over the lags. A stream seeded again every ``d`` calls matches at every
+    pair of lag ``d``; one that repeats its last draw now and then, at lag 1."""
+    top, n = max(probabilities), len(values)
+    lags = range(1, n // 2 + 1)
+    worst = RepeatTest(True, 0, 0, 0, 1.0)
+    for lag in lags:
+        pairs = n - lag
+        matches = sum(values[i] == values[i + lag] for i in range(pairs))
+        chance = _binomial_tail_above(pairs, top, matches - 1)
+        if chance < worst.chance:
+            worst = RepeatTest(chance > false_alarm / len(lags), lag, matches, pairs, chance)
+    return worst
+
+
 def _binomial_tail_above(n, p, count):
     """``P(X > count)`` for ``X ~ Binomial(n, p)``: the terms from ``floor(count) + 1`` up, in
     log space, until past the mode they no longer add to the sum."""

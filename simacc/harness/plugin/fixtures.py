@@ -33,6 +33,7 @@ class State:
     loaded: bool = False
     prefix: str | None = None  # the session's shared files (simacc.harness.processes.watch)
     outer_prefix: str | None = None  # this process's before (a session run inside another's process gives them back)
+    started: tuple | None = None  # the process state and threads before its first call (process_state.started)
 
 
 STATE = pytest.StashKey[State]()
@@ -164,6 +165,10 @@ def simacc(request, simacc_context):
         raise NotRun(f"not run: the implementation hangs ({hung} calls outlasted the {st.settings.timeout:g} s "
                      "time limit)")
     capture = request.config.getoption("capture", "fd") != "no"  # -s: the implementation's output goes through
+    if st.started is None:
+        from simacc.harness.call import process_state
+
+        st.started = process_state.started()
     with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
                 capture=capture, context=simacc_context) as runner:
         yield runner
@@ -182,6 +187,19 @@ def implementation_of(item):
         return st.impl
     contract = item_property(item).applies_to(item_params(item))[0]
     return impl.reference(contract, st.settings.level, st.settings.fixed_token_id)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After this process's last test, once its fixtures are torn down: what a thread an
+    implementation's call started changed in the process since the first call fails that
+    test, whenever the thread acted (§11.4; :func:`~simacc.harness.call.runner.check_the_end`)."""
+    st = state(item.config)
+    if nextitem is None and st.started is not None and st.impl is not None:
+        from simacc.harness.call.runner import check_the_end
+
+        start, st.started = st.started, None
+        check_the_end(st.impl, start)
 
 
 class NotRun(pytest.skip.Exception):

@@ -12,11 +12,12 @@ first mode runs in this process: each other runs in a fresh process of its own
 (:mod:`simacc.harness.processes.fresh`).
 """
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
-from simacc.harness.call import tamper
-from simacc.harness.call.runner import ImplementationHung, Runner
+from simacc.harness.call import process_state, tamper
+from simacc.harness.call.runner import ImplementationHung, ProcessChanged, Runner, check_the_end
 from simacc.harness.call.tamper import HarnessModified
 from simacc.harness.config import devices, grad_modes
 from simacc.harness.config.settings import DEFAULT_TIMEOUT
@@ -105,8 +106,9 @@ def _portable(settings):
 
 def _in_mode(implementation, device, properties, settings, seed, timeout, one_failure, contexts, number):
     """The results of ``properties`` in grad mode ``contexts[number]`` (a property that runs
-    in the first mode only has none in another)."""
-    results = []
+    in the first mode only has none in another). What a thread of the implementation's changed in
+    the process outside its calls, found at the end, fails the last (as a session's last test)."""
+    results, start = [], process_state.started()
     for prop in properties:
         modes = prop.contexts(contexts)
         if number >= len(modes):
@@ -118,6 +120,11 @@ def _in_mode(implementation, device, properties, settings, seed, timeout, one_fa
             results.append(run_one(prop, name, params, implementation, device, settings, seed, timeout, context))
             if one_failure and results[-1].status == Status.FAIL:
                 break
+    try:
+        check_the_end(implementation, start)
+    except ProcessChanged as e:
+        if results:
+            results[-1] = dataclasses.replace(results[-1], status=Status.FAIL, message=_message(e))
     return results
 
 
