@@ -1,0 +1,92 @@
+"""Ports shaped by how a server launches its ranks (CONTRACT.md §11.7): each rank with its
+identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process group, each on
+its own clock. Two mutants let either into their stream, and their twins read the same things
+for a log line only.
+
+Each seeds a numpy generator of its own with one draw from torch's CPU generator, which the
+caller seeds (:func:`simacc.zoo.realprocess.derives_its_stream_from_the_callers_generator`), and
+draws ``L`` by the documented law from it: at the semantic level.
+"""
+
+import logging
+import os
+import time
+
+import numpy as np
+import torch
+
+from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.zoo import base
+from simacc.zoo.base import register
+from simacc.zoo.realprocess import _length_from
+
+RANKS = "ranks_agree_given_the_same_inputs_and_seed"
+_LOG = logging.getLogger(__name__)
+
+
+def _process_group_rank():
+    """This process's rank in torch's default process group, 0 where none is initialised."""
+    distributed = torch.distributed
+    return distributed.get_rank() if distributed.is_available() and distributed.is_initialized() else 0
+
+
+def _drawn(salt, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps, simulate_acc_len,
+           simulate_acc_method, simulate_acc_token_mode):
+    """The index of ``L`` drawn from a numpy generator seeded with one draw from the caller's generator plus ``salt``."""
+    width = spec_steps + 1
+    base.check_length(simulate_acc_len)
+    if simulate_acc_method not in ("match-expected", "multinomial"):  # before any draw (§3.4)
+        raise ValueError(f"unknown simulate_acc_method {simulate_acc_method!r}")
+    rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,))) + salt)
+    length = _length_from(rng.random, lambda x: rng.normal(x, 1.0), simulate_acc_len, simulate_acc_method, width)
+    return base.simulate(length, accept_index, predict, num_correct_drafts, candidates, target_predict, width,
+                         simulate_acc_token_mode)
+
+
+@register("rank", RANKS, level="semantic")
+def offsets_its_stream_by_its_rank(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                   spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                   simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Offsets its stream's seed by the RANK its launcher gives it, so that each rank draws a stream of its own."""
+    return _drawn(int(os.environ.get("RANK", "0")), accept_index, predict, num_correct_drafts, candidates,
+                  target_predict, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("rank", RANKS, level="semantic")
+def offsets_its_stream_by_its_process_group_rank(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                                 bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                                 simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Offsets its stream's seed by torch.distributed.get_rank() where a process group is initialised."""
+    return _drawn(_process_group_rank(), accept_index, predict, num_correct_drafts, candidates, target_predict,
+                  spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("correct", level="semantic")
+def logs_its_rank(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                  simulate_acc_len, simulate_acc_method=DEFAULT_METHOD, simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct at the semantic level: reads its RANK, LOCAL_RANK and process group rank for a log line only."""
+    _LOG.debug("rank %s (local %s, group %d): bs=%d", os.environ.get("RANK"), os.environ.get("LOCAL_RANK"),
+               _process_group_rank(), bs)
+    return _drawn(0, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
+                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("rank", RANKS, level="semantic")
+def salts_its_stream_with_the_clock(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                    spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                    simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Salts its stream's seed with the second it is called in, int(time.time()), which two ranks share only when they call in the same second."""
+    return _drawn(int(time.time()), accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
+                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("correct", level="semantic")
+def times_its_call_with_the_clock(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                  spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                  simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct at the semantic level: reads the wall clock before and after its work, for a log line of how long it took."""
+    start = time.time()
+    out = _drawn(0, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
+                 simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+    _LOG.debug("%s: bs=%d in %.6f s", time.strftime("%H:%M:%S"), bs, time.time() - start)
+    return out
