@@ -1,7 +1,8 @@
 """Ports shaped by how a server launches its ranks (CONTRACT.md §11.7): each rank with its
 identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process group, each on
-its own clock. Two mutants let either into their stream, and their twins read the same things
-for a log line only.
+its own clock. Three mutants let one of them into their stream, and their twins read the same
+things for a log line only. Two modules act on the environment a server imports them in (its
+simulated acceptance configured, §5.4): registered here, each imported only by a check of it.
 
 Each seeds a numpy generator of its own with one draw from torch's CPU generator, which the
 caller seeds (:func:`simacc.zoo.realprocess.derives_its_stream_from_the_callers_generator`), and
@@ -17,10 +18,15 @@ import torch
 
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.zoo import base
-from simacc.zoo.base import register
+from simacc.zoo.base import register, register_elsewhere
 from simacc.zoo.realprocess import _length_from
 
 RANKS = "ranks_agree_given_the_same_inputs_and_seed"
+register_elsewhere("simacc.zoo.deterministic_when_simulating", "deterministic_when_simulating", "process state",
+                   "Turns on deterministic algorithms at import when SGLANG_SIMULATE_ACC_LEN is set, and never off.",
+                   "leaves_the_process_as_it_found_it")
+register_elsewhere("simacc.zoo.reads_its_settings_at_import", "reads_its_settings_at_import", "correct",
+                   "Correct: reads SGLANG_SIMULATE_ACC_* at import, into its defaults and a log line.")
 _LOG = logging.getLogger(__name__)
 
 
