@@ -3,6 +3,8 @@ identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process g
 its own clock. Three mutants let one of them into their stream, and their twins read the same
 things for a log line only. Two modules act on the environment a server imports them in (its
 simulated acceptance configured, §5.4): registered here, each imported only by a check of it.
+Two ports rewind torch's generator to its seed, which a server's generator has drawn far past
+(§11.2), and their twin puts back the state its warm-up drew from.
 
 Each seeds a numpy generator of its own with one draw from torch's CPU generator, which the
 caller seeds (:func:`simacc.zoo.realprocess.derives_its_stream_from_the_callers_generator`), and
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
+from simacc.contract.reference import generate_simulated_accept_index
 from simacc.zoo import base
 from simacc.zoo.base import register, register_elsewhere
 from simacc.zoo.realprocess import _length_from
@@ -96,3 +99,55 @@ def times_its_call_with_the_clock(accept_index, predict, num_correct_drafts, can
                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
     _LOG.debug("%s: bs=%d in %.6f s", time.strftime("%H:%M:%S"), bs, time.time() - start)
     return out
+
+
+# -- a warm-up that draws, and the generator afterwards (exact level) --
+
+_WARMED = {}
+
+
+def _warm_up(put_back):
+    """One call on a batch of two, once per process, as a server warms a kernel up before its
+    first step; then the generator rewound to its seed, or (``put_back``) its state put back."""
+    if put_back in _WARMED:
+        return
+    _WARMED[put_back] = True
+    state = torch.get_rng_state()
+    generate_simulated_accept_index(torch.tensor([[0, -1], [2, -1]], dtype=torch.int32),
+                                    torch.zeros(4, dtype=torch.int32), torch.zeros(2, dtype=torch.int32), None, None,
+                                    2, 1, 1.5, "match-expected", "fixed")
+    if put_back:
+        torch.set_rng_state(state)
+    else:
+        torch.manual_seed(torch.initial_seed())
+
+
+@register("generator", RANKS)
+def rewinds_the_generator_after_its_warm_up(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                            spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                            simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Warms up on its first call and undoes the warm-up's draws with torch.manual_seed(torch.initial_seed()), which rewinds the generator to its seed, not to where the caller left it."""
+    _warm_up(put_back=False)
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("correct")
+def puts_the_generator_back_after_its_warm_up(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                              bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                              simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: warms up on its first call and puts back the generator's state from before the warm-up."""
+    _warm_up(put_back=True)
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("generator", "generator_consumes_exactly_the_documented_draws")
+def rewinds_the_generator_to_its_seed_on_every_call(accept_index, predict, num_correct_drafts, candidates,
+                                                    target_predict, bs, spec_steps, simulate_acc_len,
+                                                    simulate_acc_method=DEFAULT_METHOD,
+                                                    simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Rewinds the generator to its seed before it draws, for a reproducible run: every step of a server draws the same L."""
+    torch.manual_seed(torch.initial_seed())
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
