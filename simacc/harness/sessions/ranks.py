@@ -15,9 +15,9 @@ rank calls the implementation through a :class:`~simacc.harness.call.runner.Runn
 on the test's device and in its grad mode, and answers with what the call returned and left in
 its arguments, on the CPU, and what it changed in the rank's process. Each rank is given what a
 launcher gives it (docs/trust.md): its identity in its environment (:func:`launched`) before
-the import, a gloo process group after it, and a wall clock of its own (:data:`CLOCK_SHIFT`). The ranks stay in step:
-they receive the same calls in the same order, and every rank's answer to a call is read, even
-where another rank failed it.
+the import, a gloo process group after it, and a wall clock of its own (:data:`CLOCK_SHIFT`).
+The ranks stay in step: they receive the same calls in the same order, and every rank's answer
+to a call is read, even where another rank failed it.
 """
 
 import os
@@ -97,10 +97,9 @@ class Ranks:
 
     def _all(self, target, *args, limit, ranked=False):
         """Every rank's answer to ``target(*args)`` (``ranked``: ``target(rank, *args)``), in rank
-        order. Every answer is read before
-        a rank's failure is raised: an answer left unread would be taken for the next call's,
-        and from then on the ranks would compare different calls. A rank that died ends them
-        all; :func:`of` starts new ones at the next call."""
+        order. Every answer is read before a rank's failure is raised: an answer left unread
+        would be taken for the next call's, and from then on the ranks would compare different
+        calls. A rank that died ends them all; :func:`of` starts new ones at the next call."""
         sent, failure, died = [], None, False
         for rank, process in enumerate(self.processes):
             try:
