@@ -370,7 +370,7 @@ def _near_the_edge(seed, method, k):
     about 1e-7): ``multinomial`` without replacement takes the larger of each weight over an
     exponential, and ``normal`` adds a standard normal. Only a start: the bisection checks it
     against the sampler itself and starts from afar when it is off."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = seeded(torch.Generator(), seed)
     if method == "match-expected":
         first, second = torch.empty(2).exponential_(generator=gen).tolist()
         return k + second / (first + second)
