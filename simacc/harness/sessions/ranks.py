@@ -86,7 +86,7 @@ class Ranks:
             self._all("simacc.harness.sessions.ranks:_start", _free_port(), impl.spec, impl.contract, impl.level,
                       impl.fixed_token_id, device, context, timeout, watch.prefix(), limit=self.timeout * 4 + 60,
                       ranked=True)
-            self._all("simacc.harness.sessions.ranks:_join", limit=self.timeout + 60)
+            self._all("simacc.harness.sessions.ranks:_join", limit=self.timeout + 60, ranked=True)
         except BaseException:
             self.close()
             raise
@@ -216,18 +216,36 @@ def _start(rank, port, spec, contract, level, fixed_token_id, device, context, t
     runner = Runner(implementation, device, timeout, context=context)
     runner.__enter__()
     _RUNNER["runner"] = runner
+    dist = _distributed()
+    if rank == 0 and dist is not None:  # the group's store, listening before any rank dials it (_join)
+        _RUNNER["store"] = dist.TCPStore(os.environ["MASTER_ADDR"], port, RANKS, True, timeout=_group_timeout(),
+                                         wait_for_workers=False)
 
 
-def _join():
-    """(in a rank) Join the ranks' process group (gloo, from the launcher's variables), as a
-    server's rank does once its modules are imported: ``torch.distributed.get_rank()`` is then
-    the rank's. Nothing where torch has no distributed package, or the import joined one."""
-    import datetime
-
+def _distributed():
+    """``torch.distributed`` where it can make a process group not made yet, else None."""
     import torch.distributed as dist
 
-    if dist.is_available() and not dist.is_initialized():
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=_RUNNER["runner"].timeout + 30))
+    return dist if dist.is_available() and not dist.is_initialized() else None
+
+
+def _group_timeout():
+    import datetime
+
+    return datetime.timedelta(seconds=_RUNNER["runner"].timeout + 30)
+
+
+def _join(rank):
+    """(in a rank) Join the ranks' process group (gloo), as a server's rank does once its modules
+    are imported: ``torch.distributed.get_rank()`` is then the rank's. Rank 0 serves the store
+    it made at its start, and the others dial it where the launcher's variables say: one that
+    dialled before rank 0 listened would wait for a retry (0.7 s seen). Nothing where torch has
+    no distributed package, or the import made a group."""
+    dist = _distributed()
+    if dist is not None:
+        store = _RUNNER.get("store") or dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), RANKS,
+                                                      False, timeout=_group_timeout())
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=RANKS, timeout=_group_timeout())
 
 
 def _call(case):
