@@ -27,6 +27,7 @@ _VLLM_FLOATS = (torch.float32, torch.float64)
 _UNIFORM_FLOATS = (torch.float16, torch.bfloat16, *_VLLM_FLOATS)  # the decision's uniforms: any float (§16.1)
 _TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
 DRAWN_SINCE_SEEDED = 4  # the draws a generator makes once seeded from a case, before the call (seeded)
+_SINKS = {}  # device: where seeded's draws land (one per device: a new tensor each call costs as much as the draws)
 
 
 def seeded(generator, seed):
@@ -36,7 +37,11 @@ def seeded(generator, seed):
     state than its caller's. Every generator simacc seeds for a call, and every oracle of what
     a call draws from it, is seeded here."""
     generator.manual_seed(seed)
-    torch.empty(DRAWN_SINCE_SEEDED, device=generator.device).uniform_(generator=generator)
+    sink = _SINKS.get(generator.device)
+    if sink is None:
+        with torch.inference_mode(False):  # written to in every grad mode
+            sink = _SINKS[generator.device] = torch.empty(DRAWN_SINCE_SEEDED, device=generator.device)
+    sink.uniform_(generator=generator)
     return generator
 
 
