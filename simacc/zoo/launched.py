@@ -3,8 +3,9 @@ identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process g
 its own clock. Three mutants let one of them into their stream, and their twins read the same
 things for a log line only. Two modules act on the environment a server imports them in (its
 simulated acceptance configured, §5.4): registered here, each imported only by a check of it.
-Two ports rewind torch's generator to its seed, which a server's generator has drawn far past
-(§11.2), and their twin puts back the state its warm-up drew from.
+Three ports rewind a generator to its seed, which a server's generators have drawn far past
+(§11.2): torch's, after a warm-up or at every call, and vLLM V1's per-request ones; the twin puts
+back the state its warm-up drew from.
 
 Each seeds a numpy generator of its own with one draw from torch's CPU generator, which the
 caller seeds (:func:`simacc.zoo.realprocess.derives_its_stream_from_the_callers_generator`), and
@@ -18,6 +19,7 @@ import time
 import numpy as np
 import torch
 
+from simacc.contract import vllm
 from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.contract.reference import generate_simulated_accept_index
 from simacc.zoo import base
@@ -151,3 +153,15 @@ def rewinds_the_generator_to_its_seed_on_every_call(accept_index, predict, num_c
     torch.manual_seed(torch.initial_seed())
     return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
                                            spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("generator", "vllm_v1_makes_v1s_generator_calls")
+def v1_rewinds_each_requests_generator(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                                       generators, synthetic_conditional_rates):
+    """vLLM V1: rewinds each seeded request's generator to its seed before drawing, for reproducible requests: a request's later steps redraw its first step's numbers."""
+    for generator in generators.values():
+        generator.manual_seed(generator.initial_seed())
+    return vllm.synthetic_rejection_sample(
+        draft_token_ids=draft_token_ids, num_draft_tokens=num_draft_tokens, target_logits=target_logits,
+        bonus_token_ids=bonus_token_ids, is_greedy=is_greedy, generators=generators,
+        synthetic_conditional_rates=synthetic_conditional_rates)
