@@ -1,8 +1,9 @@
-"""Fuzzing figures for docs/fuzzing.md: how soon ``simacc fuzz`` finds a bug that needs a rare
-case, with 1 and 2 workers, and how long replaying an example database of N failing examples
-takes. Measures, never asserts.
+"""Fuzzing figures for docs/fuzzing.md: how soon ``simacc fuzz`` and HypoFuzz find a bug that
+needs a rare case, and how long replaying an example database of N failing examples takes.
+Measures, never asserts.
 
     python benchmarks/fuzz_find.py find [--trials 5] [--workers 1 2] [--minutes 3] [--rarer]
+    python benchmarks/fuzz_find.py engines [--trials 3] [--workers 1] [--minutes 3] [--rarer]
     python benchmarks/fuzz_find.py replay [--sizes 1 10 100 1000]
 
 ``find`` fuzzes ``tests/rare_mutant.py`` (a miscount only for a batch of 7 with
@@ -10,6 +11,14 @@ takes. Measures, never asserts.
 empty example database), with ``-x`` so the session ends at its first failure (of any
 property), and reports when it was heard (seconds from the start of the command, start-up
 included).
+
+``engines`` times the same find with ``simacc fuzz`` and with HypoFuzz (``hypothesis fuzz
+--no-dashboard -n N -- --pyargs simacc.properties ...``, which needs ``pip install -e
+'.[fuzz]'``) in turn, trial after trial (the order alternating), under the same load: each
+in a fresh folder, seconds from the start of the command until the first failure of any
+property is in the example database (HypoFuzz stores an unshrunk find at once), at most
+``--minutes`` each. The database keys are those of the items HypoFuzz collects
+(``Property.hypothesis_test``), polled every 0.2 s.
 
 ``replay`` stores N failing examples of ``num_correct_drafts_is_length_minus_one`` against
 ``simacc.zoo.eagle:counts_only_the_first_row`` (it fails on nearly every batch of two or
@@ -22,7 +31,9 @@ of that property.
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -63,6 +74,85 @@ def find(trials, workers, minutes, spec=RARE):
     return rows
 
 
+def _keys(spec):
+    """The example-database keys of every Hypothesis test a session of ``spec`` on the CPU
+    collects, as HypoFuzz collects them (its failures are stored under these and their
+    ``.secondary``)."""
+    import pytest
+    from hypothesis.internal.reflection import function_digest
+
+    keys = []
+
+    class Keys:
+        def pytest_collection_finish(self, session):
+            for item in session.items:
+                inner = item.obj.hypothesis.inner_test
+                inner._hypothesis_internal_add_digest = item.nodeid.encode()  # as HypoFuzz does
+                keys.append(function_digest(inner))
+
+    with tempfile.TemporaryDirectory(prefix="simacc-keys-") as folder:
+        here = os.getcwd()
+        os.chdir(folder)
+        try:
+            pytest.main(["--collect-only", "-q", "-m", "hypothesis", "--pyargs", "simacc.properties",
+                         f"--simacc-impl={spec}", "--simacc-device=cpu", "-p", "no:cacheprovider"], plugins=[Keys()])
+        finally:
+            os.chdir(here)
+    return [k + suffix for k in keys for suffix in (b"", b".secondary")]
+
+
+def _hypofuzz(spec, workers, minutes, keys, folder):
+    """Seconds from the start of HypoFuzz until a failure is in the database, or None."""
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    database = DirectoryBasedExampleDatabase(str(Path(folder) / ".hypothesis" / "examples"))
+    hypothesis = Path(sys.executable).with_name("hypothesis")
+    start = time.perf_counter()
+    child = subprocess.Popen([str(hypothesis), "fuzz", "--no-dashboard", "-n", str(workers), "--", "--pyargs",
+                              "simacc.properties", f"--simacc-impl={spec}", "--simacc-device=cpu"],
+                             cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while time.perf_counter() - start < minutes * 60 and child.poll() is None:
+            if any(next(iter(database.fetch(k)), None) is not None for k in keys):
+                return time.perf_counter() - start
+            time.sleep(0.2)
+        return None
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def engines(trials, workers, minutes, spec=RARE):
+    """``find`` with each engine in turn, trial after trial, the order alternating."""
+    keys = _keys(spec)
+    found = {"simacc fuzz": [], "hypofuzz": []}
+    for trial in range(trials):
+        order = list(found) if trial % 2 == 0 else list(reversed(found))
+        for engine in order:
+            with tempfile.TemporaryDirectory(prefix="simacc-engines-") as folder:
+                if engine == "hypofuzz":
+                    seconds = _hypofuzz(spec, workers, minutes, keys, folder)
+                else:
+                    done, took = simacc("fuzz", spec, "--device", "cpu", "-n", str(workers), "-x", "--minutes",
+                                        str(minutes), "-q", "--json", "fuzz.json", cwd=folder)
+                    hits = sorted(f["found_after_s"] for f in json.loads((Path(folder) / "fuzz.json").read_text())
+                                  ["failures"])
+                    seconds = hits[0] if hits else None
+            found[engine].append(seconds)
+            print(f"trial {trial + 1} {engine}: " + (f"found after {seconds:.1f} s" if seconds is not None
+                  else f"not found in {minutes * 60:.0f} s"), flush=True)
+    return {engine: {"trials": trials, "found": sum(t is not None for t in times), "seconds": times,
+                     "median_s": _median(times)} for engine, times in found.items()}
+
+
+def _median(times):
+    """The median time to a find, a trial that found nothing counted as slower than any; None
+    where that is such a trial."""
+    ranked = sorted(times, key=lambda t: float("inf") if t is None else t)
+    middle = ranked[(len(ranked) - 1) // 2:len(ranked) // 2 + 1]
+    return None if None in middle else statistics.mean(middle)
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -97,9 +187,10 @@ def _populate(database, n):
 def _key(prop, implementation):
     from hypothesis.internal.reflection import function_digest
 
-    from simacc.harness.call.runner import Runner
+    from simacc.harness.config import profiles
 
-    return function_digest(prop._keyed(Runner(implementation, "cpu"), {}))
+    test = prop.hypothesis_test(implementation, "cpu", {}, profiles.for_session("default"))
+    return function_digest(test.hypothesis.inner_test)
 
 
 def _replay_here(database):
@@ -171,12 +262,19 @@ def main(argv=None):
     f.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     f.add_argument("--minutes", type=float, default=3)
     f.add_argument("--rarer", action="store_true", help="the mutant that needs a case in about 10,000")
+    e = sub.add_parser("engines", help="time to the first find with simacc fuzz and with HypoFuzz, in turn")
+    e.add_argument("--trials", type=int, default=3)
+    e.add_argument("--workers", type=int, default=1)
+    e.add_argument("--minutes", type=float, default=3)
+    e.add_argument("--rarer", action="store_true", help="the mutant that needs a case in about 10,000")
     r = sub.add_parser("replay", help="replay time of a database of N failing examples")
     r.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
     if args.what == "find":
         figures = find(args.trials, args.workers, args.minutes, RARER if args.rarer else RARE)
+    elif args.what == "engines":
+        figures = engines(args.trials, args.workers, args.minutes, RARER if args.rarer else RARE)
     else:
         figures = replay(args.sizes)
     print(json.dumps(figures, indent=2))

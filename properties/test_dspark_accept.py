@@ -1,7 +1,8 @@
 """DSpark's accept under a simulated length (CONTRACT.md §21.2, §21.3): each row commits the
 simulated count of drafts (or its own greedy count without one), then a bonus, which is the
-target's token at the position it is committed at, as EAGLE (§4.5) and DFLASH (§7.2) commit it,
-unless one is supplied; only rows ``[:bs]`` of the static output buffers are written.
+target's token at the position it is committed at, as EAGLE (§4.5) and DFLASH (§7.2) commit it
+in their real-draft-token mode, unless one is supplied; only rows ``[:bs]`` of the static output
+buffers are written.
 """
 
 import dataclasses

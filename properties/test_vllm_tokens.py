@@ -68,7 +68,9 @@ def test_vllm_a_full_acceptance_emits_the_bonus(simacc, case):
 def test_vllm_a_token_the_target_forbids_is_never_emitted(simacc, case):
     """Every token is one the target allows where it is emitted (a processed logit above -inf): a draft a grammar's mask refuses is never accepted, in synthetic mode too (§15.4).
 
-    Rates of 1, so that every walk reaches the first draft its target refuses."""
+    Rates of 1, so that every walk reaches the first draft its target refuses. With
+    ``--refused-drafts runner`` (vLLM 0.33) the drafts come as that runner passes them on, each
+    request's from its first refused one on -1, and the sampler answers for the rest."""
     logits = case.target_logits.values
     for req, tokens in vllm.walked(case, simacc.run(case)):
         for j, (token, row) in enumerate(zip(tokens, req.rows)):

@@ -247,9 +247,15 @@ RULES = (check_layout, check_counts, check_verbatim, check_placeholders, check_r
 
 def cases_for_impl(**options):
     """The cases of the implementation's own vLLM layout with ``options`` (``min_bs``,
-    ``rate``...), from the strategy ``sx.BY_CONTRACT`` registers for it."""
-    frozen = tuple(sorted(options.items()))
-    return lambda impl: _built(sx.BY_CONTRACT[impl.contract][0], frozen)
+    ``rate``...), from the strategy ``sx.BY_CONTRACT`` registers for it; masked ones cut as a
+    runner that cuts refused drafts passes them on where the implementation is checked so
+    (``--refused-drafts runner``, CONTRACT.md §15.4)."""
+
+    def built(impl):
+        cut = (("cut", True),) if options.get("masked") and impl.refused_drafts == "runner" else ()
+        return _built(sx.BY_CONTRACT[impl.contract][0], tuple(sorted(options.items())) + cut)
+
+    return built
 
 
 @functools.lru_cache(maxsize=None)

@@ -199,6 +199,17 @@ def _refused(gen, drafts, counts, mode):
     return (_place_holes(gen, drafts, counts, mode) == -1) & (drafts >= 0)
 
 
+def _cut(drafts, refused, counts):
+    """The flat ``drafts`` as vLLM 0.33's runner hands them to the sampler (CONTRACT.md §15.4):
+    each request's from its first ``refused`` one on -1 (V1's scheduler's padding, V2's
+    ``grammar_invalid_drafts``)."""
+    owner = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts, dtype=torch.int64))
+    start = torch.tensor(counts, dtype=torch.int64).cumsum(0) - torch.tensor(counts, dtype=torch.int64)
+    index = torch.arange(drafts.shape[0]) - start[owner]
+    first = torch.tensor(counts, dtype=torch.int64).scatter_reduce(0, owner[refused], index[refused], "amin")
+    return torch.where(index >= first[owner], -1, drafts)
+
+
 def _uniforms(gen, counts, conditional, mode, dtype):
     """One uniform in ``[0, 1)`` of ``dtype`` for each draft: random, or at its rate's edge.
 
@@ -366,23 +377,31 @@ LARGE_POSITION = 1 << 24  # V2's positions: below 2**20 from the start, or now a
 _POSITIONS = st.sampled_from((0, LARGE_POSITION))
 
 
-def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=LONG_K, rate=None, masked=False):
+def v1_cases(*, min_bs=1, max_bs=MAX_BS, max_k=LONG_K, rate=None, masked=False, cut=False):
     """Arguments of V1's sampler (:class:`~simacc.harness.model.cases.V1Case`), at least one request
     (V1 never samples an empty batch, and fails an assertion on one), drawn like
     :func:`decision_cases`, with float32 target logits over a small vocabulary instead of the
     uniforms and rejection tokens, and no, some or every request seeded. ``masked``: logits
     that refuse tokens (-inf, §15.4), each request's first, middle or last draft among them or
-    about one in four, and every request or some with drafts. Shrinks toward B=1, K=1, rates
-    of 0, greedy rows, none seeded (masked: full requests, the first draft refused)."""
+    about one in four, and every request or some with drafts; ``cut`` (masked only): the drafts
+    as vLLM 0.33's runner passes them on, each request's from its first refused one on -1
+    (CONTRACT.md §15.4). Shrinks toward B=1, K=1, rates of 0, greedy rows, none seeded (masked:
+    full requests, the first draft refused)."""
     _check_k("max_k", max_k, LONG_K)
     _check_rate(rate)
     if min_bs < 1:
         raise ValueError(f"min_bs={min_bs}: V1's sampler is never asked an empty batch")
-    return _v1_cases(sc.batch_sizes(min_bs, max_bs), min_bs, _ks(max_k), _wide_ks(max_k), rate, masked)
+    _check_cut(cut, masked)
+    return _v1_cases(sc.batch_sizes(min_bs, max_bs), min_bs, _ks(max_k), _wide_ks(max_k), rate, masked, cut)
+
+
+def _check_cut(cut, masked):
+    if cut and not masked:
+        raise ValueError(f"{cut=} without masked: only a masked case has drafts its target refuses")
 
 
 @st.composite
-def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
+def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked, cut):
     rows = draw(batch_sizes, label="B")
     vocab = draw(_VOCABS, label="vocab")
     rows, ks = _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs)
@@ -409,6 +428,8 @@ def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     if masked:  # drawn last: the rest of the batch is the one an unmasked case of this seed holds
         refused = _refused(gen, drafts, counts, draw(_mode(REFUSED), label="refused"))
         logits = _refuse(gen, logits, drafts.to(torch.int64), refused)
+        if cut:
+            drafts = _cut(drafts, refused, counts)
     return V1Case(
         draft_token_ids=TensorArg(drafts),
         num_draft_tokens=_counts_arg(counts),
@@ -421,22 +442,23 @@ def _v1_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     )
 
 
-def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False):
+def v2_cases(*, min_bs=0, max_bs=MAX_BS, max_k=MAX_K, rate=None, masked=False, cut=False):
     """Arguments of V2's sampler (:class:`~simacc.harness.model.cases.V2Case`): ``R`` requests of
     0..K drafts (``n + 1`` logits each, the drafts one place after their logit), placeholders
     and greedy rows as in :func:`decision_cases`, positions from an arbitrary start per
     request, distinct int64 seeds (vLLM draws one per request from the whole range), a
     sampling request's temperature 1 or another (its logits are processed: it changes nothing).
-    ``masked``: logits that refuse tokens (-inf), as :func:`v1_cases`. Shrinks toward R=1,
+    ``masked``: logits that refuse tokens (-inf), and ``cut``, as :func:`v1_cases`. Shrinks toward R=1,
     K=1, rates of 0, greedy rows (masked: full requests, the first draft refused)."""
     _check_k("max_k", max_k)
     _check_rate(rate)
+    _check_cut(cut, masked)
     return _v2_cases(sc.batch_sizes(min_bs, max_bs), max(min_bs, min(1, max_bs)), st.integers(1, max_k), _wide_ks(max_k),
-                     rate, masked)
+                     rate, masked, cut)
 
 
 @st.composite
-def _v2_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
+def _v2_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked, cut):
     rows = draw(batch_sizes, label="R")
     vocab = draw(_VOCABS, label="vocab")
     rows, ks = _within_wide_vocab(rows, ks, wide_ks, vocab, min_bs)
@@ -450,7 +472,7 @@ def _v2_cases(draw, batch_sizes, min_bs, ks, wide_ks, rate, masked):
     first = draw(_POSITIONS, label="first_position")
     seed = draw(sc.seeds(), label="seed")
     refused = draw(_mode(REFUSED), label="refused") if masked else None
-    return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused, scale, layout, first)
+    return _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused, scale, layout, first, cut)
 
 
 def _target_logits(gen, rows, vocab, scale):
@@ -485,10 +507,11 @@ def _wide_ks(max_k):
 
 
 def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused=None, scale=1.0, layout="contiguous",
-             first=0):
+             first=0, cut=False):
     """V2's batch of these draws, its contents from ``seed``; ``refused``: where the target
-    refuses drafts (None: nowhere); its logits times ``scale``, in ``layout``; each request's
-    first position ``first`` plus a draw below 2**20."""
+    refuses drafts (None: nowhere), ``cut``: those drafts as vLLM 0.33's runner passes them on;
+    its logits times ``scale``, in ``layout``; each request's first position ``first`` plus a
+    draw below 2**20."""
     k = len(conditional)
     gen = torch.Generator().manual_seed(seed)
     counts = _counts(gen, counts_mode, rows, k)
@@ -510,6 +533,8 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
         refusing[is_draft] = _refused(gen, sampled[is_draft], counts, refused)
         row_draft = torch.where(is_draft, sampled, -1).roll(-1)  # the row before a draft verifies it
         target = _refuse(gen, target, row_draft, refusing.roll(-1))
+        if cut:
+            sampled[is_draft] = _cut(sampled[is_draft], refusing[is_draft], counts)
     return V2Case(
         target_logits=TensorArg(target, layout),
         draft_sampled=TensorArg(sampled),

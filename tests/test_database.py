@@ -28,7 +28,6 @@ from rare_mutant import KILLER, SPEC
 
 from simacc import properties
 from simacc.harness.call import impl as impls
-from simacc.harness.call.runner import Runner
 from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts
 from simacc.harness.model import repro_files as reprofile
@@ -132,8 +131,8 @@ def test_the_header_names_the_database(tmp_path):
 
 
 def _digest(prop, spec, device, **params):
-    runner = Runner(impls.load(spec), device)
-    return function_digest(prop._keyed(runner, params))
+    test = prop.hypothesis_test(impls.load(spec), device, params, profiles.for_session("default"))
+    return function_digest(test.hypothesis.inner_test)
 
 
 def test_examples_are_keyed_by_property_implementation_and_device_never_by_a_path(tmp_path):

@@ -180,6 +180,22 @@ def test_a_renamed_parameter_is_said_as_one(tmp_path):
         "`sample`: parameter 2 renamed draft_logits -> draft_logits_cache; added skip=False"]
 
 
+def test_a_version_whose_runner_cuts_the_refused_drafts_is_checked_with_refused_drafts_runner(tmp_path):
+    """CONTRACT.md §15.4: vLLM 0.33's V2 runner (``grammar_invalid_drafts``) and V1's scheduler
+    (``StructuredOutputManager.validate_tokens``) cut them; 0.34 has neither."""
+    v1, v2 = (next(r for r in engines.ROWS if r.id == f"vllm-{name}-sampler") for name in ("v1", "v2"))
+    cut = version(tmp_path / "cut", {
+        "vllm/v1/worker/gpu/structured_outputs.py": "def grammar_invalid_drafts(batch, ids, acceptable):\n    pass\n",
+        "vllm/v1/structured_output/__init__.py": "class StructuredOutputManager:\n"
+                                                 "    def validate_tokens(self, request, tokens):\n        pass\n"})
+    kept = version(tmp_path / "kept", {"vllm/v1/structured_output/__init__.py": "class StructuredOutputManager:\n"
+                                       "    def trim_spec_tokens(self, request, tokens):\n        pass\n"})
+    for row in (v1, v2):
+        assert engines.refused_drafts(row, [engine_api.find(cut, c) for c in row.calls()]) == "runner"
+        assert engines.refused_drafts(row, [engine_api.find(kept, c) for c in row.calls()]) == "sampler"
+    assert engines.refused_drafts(v2, None) == "sampler"  # nothing read: the contract's default
+
+
 # -- docs/engines.md ----------------------------------------------------------------------------------------
 
 

@@ -362,3 +362,98 @@ def test_an_implementation_that_crashes_or_hangs_is_a_failure_with_a_summary_nev
     statuses = [s["status"] for s in report["properties"].values()]
     assert 1 <= statuses.count(status) == len(report["failures"]), report["properties"]
     assert all(said in failure["message"] for failure in report["failures"]), report["failures"]
+
+
+# -- Hypothesis's own tools: -m hypothesis, HypoFuzz ------------------------------------------------
+
+FOUND_AT_ONCE = "simacc.zoo.eagle:counts_only_the_first_row"  # fails nearly every batch of two or more
+ITS_KILLER = "num_correct_drafts_is_length_minus_one"
+
+
+def _run(argv, cwd, timeout=180):
+    return subprocess.run(argv, cwd=cwd, env=offered.without_settings(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_every_property_that_draws_is_a_hypothesis_test_when_collected(tmp_path):
+    """``-m hypothesis`` (how HypoFuzz selects the tests it fuzzes) selects each property that
+    draws, stateful ones included, and only those: each item holds its Hypothesis test."""
+    from simacc import properties
+    from simacc.harness.call import impl as impls
+
+    collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "hypothesis", "--pyargs",
+                      "simacc.properties", "--simacc-impl=simacc:generate_simulated_accept_index",
+                      "--simacc-device=cpu", "-p", "no:cacheprovider"], tmp_path)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    names = {line.split("::")[1].split("[")[0].removeprefix("test_") for line in collected.stdout.splitlines()
+             if "::" in line}
+    shipped = impls.load("simacc:generate_simulated_accept_index")
+    drawing = {p.id for p in properties.every_property() if p.is_hypothesis_test and p.not_applicable(shipped, "cpu")
+               is None and (p.applies_when is None or not p.parametrizations()[0][1])}
+    assert "serving_loop_conforms_at_every_step" in names and ITS_KILLER in names
+    assert drawing <= names and not names & {p.id for p in properties.every_property() if not p.is_hypothesis_test}
+
+
+def _hypofuzz(pytest_args, cwd):
+    hypothesis = os.path.join(os.path.dirname(sys.executable), "hypothesis")
+    return subprocess.Popen([hypothesis, "fuzz", "-n", "1", "--no-dashboard", "--", *pytest_args], cwd=cwd,
+                            env=offered.without_settings(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def test_hypofuzz_comes_back_to_a_property_it_left(tmp_path):
+    """HypoFuzz tears an item down when it moves to another test and sets it up again when
+    it comes back, where pytest fills only the fixtures the item's funcargs lack: the
+    ``simacc`` fixture leaves none behind, so the worker gets a new runner (it died at its
+    first return, with HypoFuzz 25.11.1, when the closed one stayed there)."""
+    pytest.importorskip("hypofuzz", reason="needs HypoFuzz: pip install -e '.[fuzz]'")
+    fuzzing = _hypofuzz(["--pyargs", "simacc.properties.test_index",
+                         "--simacc-impl=simacc:generate_simulated_accept_index", "--simacc-device=cpu"], tmp_path)
+    try:
+        fuzzing.wait(timeout=45)  # a hundred examples of one of its three properties, then another, over and over
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        os.killpg(fuzzing.pid, signal.SIGKILL)
+        said = fuzzing.communicate()[0]
+    assert "using 1 process to fuzz 3 tests" in said and "Traceback" not in said, said
+
+
+def test_a_failure_hypofuzz_finds_replays_in_check_and_repro_through_the_example_database(tmp_path):
+    """HypoFuzz (``hypothesis fuzz``) fuzzes a property's item against a mutant and stores its
+    find under the key simacc's own runs use (the implementation's name, the kind of device):
+    ``simacc repro --database`` replays it, and ``simacc check`` fails on it at one example,
+    the simplest one, which passes (a check from an empty database does)."""
+    pytest.importorskip("hypofuzz", reason="needs HypoFuzz: pip install -e '.[fuzz]'")
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.internal.reflection import function_digest
+
+    from simacc import properties
+    from simacc.harness.call import impl as impls
+    from simacc.harness.config import profiles
+
+    test = properties.find(ITS_KILLER).hypothesis_test(impls.load(FOUND_AT_ONCE), "cpu", {},
+                                                       profiles.for_session("default"))
+    key = function_digest(test.hypothesis.inner_test)
+    database = DirectoryBasedExampleDatabase(str(tmp_path / ".hypothesis" / "examples"))
+    fuzzing = _hypofuzz(["--pyargs", "simacc.properties.test_index", f"--simacc-impl={FOUND_AT_ONCE}",
+                         "--simacc-device=cpu", f"--simacc-property={ITS_KILLER}"], tmp_path)
+    try:
+        give_up = time.monotonic() + 150
+        while not any(database.fetch(key)) and not any(database.fetch(key + b".secondary")):
+            assert fuzzing.poll() is None, fuzzing.communicate()[0]
+            assert time.monotonic() < give_up, "HypoFuzz found nothing in 150 s"
+            time.sleep(0.5)
+    finally:
+        os.killpg(fuzzing.pid, signal.SIGKILL)
+        said = fuzzing.communicate()[0]
+    assert "using 1 process to fuzz 1 test" in said, said
+    repro = _run([sys.executable, "-m", "simacc", "repro", "--database", ".hypothesis/examples", "--impl",
+                  FOUND_AT_ONCE, "--device", "cpu"], tmp_path)
+    assert repro.returncode == 1 and f"FAIL {ITS_KILLER}\n" in repro.stdout, repro.stdout + repro.stderr
+    check = [sys.executable, "-m", "simacc", "check", FOUND_AT_ONCE, "--property", ITS_KILLER, "--device", "cpu",
+             "-n", "0", "--max-examples", "1", "-q"]
+    replayed = _run(check, tmp_path)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    (tmp_path / "empty").mkdir()
+    assert _run(check, tmp_path / "empty").returncode == 0

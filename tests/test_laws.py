@@ -8,6 +8,8 @@ import io
 import json
 import math
 
+from pathlib import Path
+
 import pytest
 from pages import Page, red_pixels, screenshot
 
@@ -15,6 +17,7 @@ from simacc.commands import cli, laws as command, report_html
 from simacc.contract import laws
 from simacc.harness.judging import statistics
 
+REPO = Path(__file__).resolve().parents[1]
 SETTINGS = [(2.6, 3), (3.5, 4), (1.0, 3), (3.0, 3), (4.0, 3), (1.3, 1)]
 
 
@@ -77,6 +80,41 @@ def test_the_rates_and_laws_match_the_figures_their_sources_give():
                                                                                 .accepted)
 
 
+@pytest.mark.parametrize("rate, k, a0, g", [
+    ((2.6 - 1) / 3, 3, 0.7833075253292918, 0.85), ((3.78 - 1) / 7, 7, 0.9484992772340775, 0.85),
+    (0.3, 8, 0.889189925044775, 0.85), (0.999, 5, 1.0, 0.9997498029842973), (1.0, 4, 1.0, 1.0), (0.0, 3, 0.0, 0.85),
+])
+def test_atom_1850s_base_and_decay_are_its_own_search_to_the_last_digit(rate, k, a0, g):
+    """§25.3: #1850 records its search (``compute_synthetic_rejection_sampler_params`` at
+    fe24d1def): each bisection stops at a width of 1e-9 and returns the interval's upper end.
+    The figures are what that function returns."""
+    assert laws.atom_1850_schedule(rate, k) == (a0, g)
+
+
+def test_tensorrt_llms_two_model_notes_say_which_requests_the_knob_does_not_reach():
+    """§27.5: only ``_process_draft_tokens_greedy`` reads the forced count; a sampled request
+    with draft logits and a draft tree take other paths, where the count is the real one."""
+    notes = " ".join(laws.law("trtllm-two-model", 3.0, 3).notes(64))
+    for said in ("greedily along a chain", "sampled ones without draft logits", "does not apply to a sampled "
+                 "request with draft logits", "real rejection sampling", "draft tree", "the count is the real one"):
+        assert said in notes, notes
+
+
+def test_part_iv_and_the_recipe_give_each_corrected_fact_with_its_source():
+    """Issue 55: where the two-model knob does not reach, sglang-jax's ValueError, #1850's search,
+    and what sglang's ``spec_accept_length`` counts, each with the file it was read in."""
+    contract = " ".join((REPO / "simacc" / "contract" / "CONTRACT.md").read_text(encoding="utf-8").split())
+    for said in ("`_process_draft_tokens_tree`", "`_process_draft_tokens_rejection_sampling`",
+                 "`python/sgl_jax/srt/speculative/spec_utils.py:21-50`",
+                 "`atom/model_ops/rejection_sampler.py:54-103`"):
+        assert said in contract, said
+    assert "is not recorded" not in contract
+    recipe = " ".join((REPO / "docs" / "laws.md").read_text(encoding="utf-8").split())
+    assert "`spec_accept_length` (its mean)" not in recipe
+    assert "`completion_tokens / spec_verify_ct` (`tokenizer_manager.py:3165-3168`)" in recipe
+    assert "reads high" in recipe
+
+
 def test_the_truncated_geometric_law_is_the_direct_enumeration():
     p, k = laws.llama_rate(2.6, 3), 3
     assert laws.law("llama.cpp", 2.6, k).accepted == pytest.approx([p**a * (1 - p) for a in range(k)] + [p**k])
@@ -98,6 +136,8 @@ READINGS = [  # (engine, text, K, the value read, or a fragment of why not)
     ("llama.cpp", "5.1", 4, "[1, 5]"), ("llama.cpp", "0", 4, "[1, 5]"),
     ("sglang", "2.6", 3, 2.6), ("sglang", "inf", 3, math.inf), ("sglang", "abc", 3, "leaves simulation off"),
     ("sglang", "0", 3, "stays off"), ("sglang", "-1", 3, "stays off"), ("sglang", "nan", 3, "stays off"),
+    ("sglang-jax-multinomial", "2.6", 3, 2.6), ("sglang-jax-multinomial", "abc", 3, "raises ValueError"),
+    ("sglang-jax-multinomial", "0", 3, "stays off"), ("sglang-jax-multinomial", "nan", 3, "stays off"),
 ]
 
 

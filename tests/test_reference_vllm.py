@@ -624,10 +624,10 @@ def test_vllm_v1_sampler_equals_the_reference_draw_for_draw(v1_glue, batch):
 
 @pytest.mark.vllm
 @VLLM_EXAMPLES
-@given(batch=sv.v1_cases(min_bs=1, max_bs=300, masked=True))
-def test_vllm_v1_sampler_after_its_schedulers_grammar_check_equals_the_reference(v1_glue, batch):
-    """Logits that refuse tokens (§15.4): the glue's scheduler step (refused drafts -1) and
-    the reference's walk that never accepts a refused draft agree draw for draw."""
+@given(batch=sv.v1_cases(min_bs=1, max_bs=300, masked=True, cut=True))
+def test_vllm_v1_sampler_given_the_drafts_its_scheduler_cut_equals_the_reference(v1_glue, batch):
+    """Logits that refuse tokens (§15.4), the drafts as 0.33's scheduler passes them on (from the
+    first refused one on -1): vLLM and the reference's walk agree draw for draw."""
     same_draws(v1_glue, batch)
 
 
@@ -666,16 +666,24 @@ def test_vllm_v2_never_accepts_a_placeholder(glue, drafts, expected, greedy):
 
 @pytest.mark.vllm
 @pytest.mark.parametrize("greedy", [True, False])
-def test_vllm_accepts_a_refused_draft_only_where_its_runner_leaves_it_in(glue, greedy):
-    """The refused draft at rates 1: 0.33's runner makes it -1 (the glue's grammar step), so it
-    is rejected; 0.34's runner does not, and V2's synthetic branch accepts and emits it
-    (docs/findings/vllm-0.34.0-refused-drafts.md). Fails when a version changes either."""
+def test_vllms_synthetic_mode_accepts_a_draft_its_logit_forbids(glue, greedy):
+    """The forbidden draft at rates 1, given to V2's sampler as it is: 0.33 and 0.34 alike accept
+    and emit it (their synthetic branch reads no logit). In 0.33 only a draft cut by top-k,
+    top-p, min-p or bad words reaches it so; in 0.34 a grammar's refusal does too
+    (docs/findings/vllm-0.34.0-refused-drafts.md). Fails when a version changes it."""
     sampled, num_sampled = glue.v2_synthetic_rejection_sample(**refused_batch(greedy))
+    assert sampled[0, : int(num_sampled[0])].tolist() == [2, 5, 5]  # the bonus from the permissive last logit
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("greedy", [True, False])
+def test_vllm_rejects_a_refused_draft_its_runner_cut(glue, greedy):
+    """The same request as 0.33's runner passes it on when its grammar refuses draft 5 (-1 from
+    it on): rejected in either version, its place emitting a token its logit allows."""
+    batch = refused_batch(greedy) | {"draft_sampled": i64([0, 2, -1])}
+    sampled, num_sampled = glue.v2_synthetic_rejection_sample(**batch)
     tokens = sampled[0, : int(num_sampled[0])].tolist()
-    if glue.find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is not None:
-        assert tokens[:1] == [2] and len(tokens) == 2 and tokens[1] != 5, tokens
-    else:
-        assert tokens == [2, 5, 5], tokens  # the bonus from the permissive last logit
+    assert tokens[0] == 2 and len(tokens) == 2 and (tokens[1] == 3 if greedy else tokens[1] != 5), tokens
 
 
 @pytest.mark.vllm

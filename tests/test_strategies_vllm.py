@@ -77,6 +77,28 @@ def test_v2_cases_are_coherent():
     assert not reaches(sv.v2_cases(max_bs=300), coherent, examples=60)
 
 
+@pytest.mark.parametrize("strategy", [sv.v1_cases, sv.v2_cases])
+def test_cut_cases_hand_the_sampler_no_draft_its_logit_forbids(strategy):
+    """``cut``: the drafts as vLLM 0.33's runner passes them on (CONTRACT.md §15.4)."""
+
+    def forbidden(batch):
+        logits = batch.target_logits.values
+        return any(d >= 0 and float(logits[row, d]) == -math.inf
+                   for req in vllm.requests(batch) for d, row in zip(req.drafts, req.rows))
+
+    assert not reaches(strategy(max_bs=40, masked=True, cut=True), forbidden, examples=100)
+    assert reaches(strategy(max_bs=40, masked=True), forbidden, examples=20)
+
+
+@pytest.mark.parametrize("strategy", [sv.v1_cases, sv.v2_cases])
+def test_a_cut_case_shrinks_to_its_masked_case_with_the_refused_draft_minus_1(strategy):
+    masked, cut = minimal(strategy(masked=True)), minimal(strategy(masked=True, cut=True))
+    drafts = {"V1Case": "draft_token_ids", "V2Case": "draft_sampled"}[type(masked).__name__]
+    refused, given = getattr(masked, drafts).values, getattr(cut, drafts).values
+    assert int(refused[-1]) >= 0 and int(given[-1]) == -1 and torch.equal(refused[:-1], given[:-1])
+    assert torch.equal(masked.target_logits.values, cut.target_logits.values)
+
+
 def test_v1_cases_reach_seeded_requests_without_drafts_in_a_sampling_batch():
     assert reaches(sv.v1_cases(max_bs=64), lambda b: not bool(b.is_greedy.values.all()) and any(
         b.counts[r] == 0 for r, s in enumerate(b.generator_seeds.values.tolist()) if s >= 0))
@@ -101,6 +123,7 @@ def test_settings_shrink_to_k_1_and_a_rate_of_0():
     (lambda: sv.v1_cases(rate=1.5), "rate=1.5"),
     (lambda: sv.v1_cases(min_bs=0), "min_bs=0"),
     (lambda: sv.bad_settings("nan"), "defect='nan'"),
+    (lambda: sv.v2_cases(cut=True), "cut=True without masked"),
 ])
 def test_bad_arguments_are_rejected_and_quoted(call, quoted):
     with pytest.raises(ValueError, match=quoted):

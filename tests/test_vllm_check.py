@@ -88,7 +88,8 @@ def test_the_v2_reference_is_conformant_and_its_tail_never_judged(workdir, capsy
     code, out, _ = check(capsys, "simacc:synthetic_rejection_sample_v2", "--json", "v.json")
     data = json.loads((workdir / "v.json").read_text())
     assert code == 0 and "CONFORMANT: 18 pass" in out, out
-    assert "contract:  vllm_v2 (inferred from the signature); level semantic\n" in out  # no fixed token id
+    assert ("contract:  vllm_v2 (inferred from the signature); level semantic; refused drafts reach the sampler "
+            "(§15.4)\n") in out  # no fixed token id
     assert data["verdict"] == "conformant" and {r["status"] for r in data["results"]} == {"pass"}
 
 
@@ -107,6 +108,48 @@ def test_a_mutant_is_not_conformant_and_its_replay_command_reproduces_it(workdir
     assert "FAIL: the drafts request " in replayed and "case=DecisionCase(" in replayed
     reference = ["repro", failed["repro"], "--impl", "simacc:synthetic_accept"]
     assert cli.main(reference) == 0 and "pass: " in capsys.readouterr().out
+
+
+PORTS = Path(__file__).with_name("vllm_0_33_ports.py")
+ALLOWED_SET = "vllm_a_token_the_target_forbids_is_never_emitted"
+
+
+@pytest.mark.parametrize("port", ["v1_rejection_sample", "v2_rejection_sample"])
+def test_a_port_of_vllm_0_33s_sampler_conforms_as_its_runner_calls_it(port, workdir, capsys):
+    """CONTRACT.md §15.4: 0.33's runner cut a grammar's refused drafts before its sampler, whose
+    synthetic mode reads no logit. A port of that sampler is conformant with the drafts so cut
+    (``--refused-drafts runner``, as vLLM 0.33's own code is checked), and fails the allowed set
+    alone where the sampler is handed them (the default: 0.34's runner)."""
+    spec = f"{PORTS}:{port}"
+    code, out, _ = check(capsys, spec, "--refused-drafts", "runner", "--property", ALLOWED_SET, examples=30)
+    assert code == 0 and "CONFORMANT: 1 pass" in out and "; refused drafts cut by the runner (§15.4)" in out, out
+    code, out, _ = check(capsys, spec, "--property", ALLOWED_SET, "--json", "v.json", examples=30)
+    failed = json.loads((workdir / "v.json").read_text())["results"]
+    assert code == 1 and [r["status"] for r in failed] == ["FAIL"], out
+    assert "(draft 0, accepted)" in failed[0]["message"] and "is -inf)" in failed[0]["message"]
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_the_port_of_vllm_0_33s_v2_sampler_accepts_a_draft_its_logit_forbids(greedy):
+    """What 0.33 does with a draft cut by top-k, top-p, min-p or bad words (its runner cut only a
+    grammar's refusals): at rate 1 it is accepted and emitted, as vLLM 0.33's own V2 does
+    (``test_reference_vllm.py``, marked vllm). The drafts [2, 5], draft 5's logit -inf."""
+    ports = _ports()
+    logits = torch.full((3, 8), -1.0)
+    logits[0, 2] = logits[1, 3] = logits[2, 5] = 4.0
+    logits[1, 5] = -torch.inf
+    sampled, num_sampled = ports.v2_rejection_sample(
+        target_logits=logits, draft_sampled=torch.tensor([0, 2, 5]), cu_num_logits=torch.tensor([0, 3]),
+        pos=torch.tensor([9, 10, 11]), temperature=torch.tensor([0.0 if greedy else 1.0]), seed=torch.tensor([4]),
+        num_speculative_steps=2, synthetic_conditional_rates=torch.ones(2))
+    assert sampled[0, : int(num_sampled[0])].tolist() == [2, 5, 5]
+
+
+def _ports():
+    spec = importlib.util.spec_from_file_location("vllm_0_33_ports", PORTS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_list_names_the_properties_of_the_layout(workdir, capsys):
@@ -135,13 +178,15 @@ VLLM_OPTIONS = ("--device", "cpu", "--seed", "0", "-n", "0", "--timeout", "600")
 AS_SHIPPED, WRONG = 5, 30  # examples per property
 
 
-def check_vllm(tmp_path, glue, *, examples, pythonpath=None, properties=()):
-    """``simacc check`` of the glue's function in a process of its own; ``(exit code, verdict JSON, output)``."""
+def check_vllm(tmp_path, glue, *, examples, pythonpath=None, properties=(), refused_drafts=None):
+    """``simacc check`` of the glue's function in a process of its own, with ``--refused-drafts``
+    as the version's runner places them (None) or as given; ``(exit code, verdict JSON, output)``."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
     selected = [arg for pid in properties for arg in ("--property", pid)]
-    done = subprocess.run([sys.executable, "-m", "simacc", "check", f"{GLUE}:{glue}", *VLLM_OPTIONS,
+    placed = ("--refused-drafts", refused_drafts or vllm_glue.refused_drafts(glue))
+    done = subprocess.run([sys.executable, "-m", "simacc", "check", f"{GLUE}:{glue}", *VLLM_OPTIONS, *placed,
                            "--max-examples", str(examples), *selected,
                            "--json", str(tmp_path / "v.json")], capture_output=True, text=True, cwd=tmp_path, env=env)
     return done.returncode, json.loads((tmp_path / "v.json").read_text()), done.stdout + done.stderr
@@ -157,10 +202,11 @@ def in_this_version(glue):
 
 
 def known_to_fail(contract):
-    """What vLLM fails as shipped: from 0.34.0 on, V2's runner leaves a draft its grammar refuses
-    in, and the synthetic branch accepts it (docs/findings/vllm-0.34.0-refused-drafts.md)."""
-    cut = vllm_glue.find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is not None
-    return [] if contract != "vllm_v2" or cut else ["vllm_a_token_the_target_forbids_is_never_emitted"]
+    """What vLLM fails as shipped, each sampler checked as its version's runner calls it: from
+    0.34.0 on, V2's runner leaves a draft its grammar refuses in, and the synthetic branch
+    accepts it (docs/findings/vllm-0.34.0-refused-drafts.md)."""
+    relies = contract == "vllm_v2" and vllm_glue.refused_drafts(LAYOUTS[contract][1]) == "sampler"
+    return [ALLOWED_SET] if relies else []
 
 
 @pytest.mark.vllm
@@ -172,6 +218,21 @@ def test_vllm_as_shipped_fails_only_what_it_is_known_to(contract, tmp_path):
     failed = [r["id"].split("[")[0] for r in data["results"] if r["status"] == "FAIL"]
     assert data["header"]["contract"] == contract and failed == known_to_fail(contract), out[-3000:]
     assert code == (1 if failed else 0), out[-3000:]
+
+
+@pytest.mark.vllm
+@needs_vllm
+@pytest.mark.parametrize("contract", ["vllm_v1", "vllm_v2"])
+def test_vllm_0_33s_samplers_fail_the_allowed_set_where_the_sampler_is_handed_the_refused_drafts(contract, tmp_path):
+    """0.33's samplers, which its runner spared a grammar's refusals, checked as 0.34's runner
+    uses them: their synthetic mode accepts the refused draft, as 0.34's does (§15.4)."""
+    glue = LAYOUTS[contract][1]
+    in_this_version(glue)
+    if vllm_glue.refused_drafts(glue) != "runner":
+        pytest.skip(f"vLLM {vllm_glue.version()}'s runner leaves the refused drafts to the sampler")
+    code, data, out = check_vllm(tmp_path, glue, examples=AS_SHIPPED, properties=(ALLOWED_SET,),
+                                 refused_drafts="sampler")
+    assert code == 1 and [r["status"] for r in data["results"]] == ["FAIL"], out[-3000:]
 
 
 # one line of vLLM's synthetic path made wrong: (file, or the files it has moved through, the line as shipped, the

@@ -27,7 +27,8 @@ from simacc.harness.processes.atomic import write_atomically
 from simacc.harness.sessions import session
 
 OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "max_examples", "seed", "timeout",
-           "fixed_token_id", "tokenizer", "xfails", "repro_dir", "corpus", "properties", "database", "database_readonly")
+           "fixed_token_id", "refused_drafts", "tokenizer", "xfails", "repro_dir", "corpus", "properties", "database",
+           "database_readonly")
 EXIT_CODES = f"""exit codes:
   {Exit.OK:d}    conformant: every property that ran passed (or failed as the xfails file expects)
   {Exit.FAILED:d}    not conformant: a failure, a hang past --timeout, a crash, an implementation that
@@ -139,6 +140,7 @@ def header_of(chosen, loaded, given=None):
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
         "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),
+        "refused_drafts": chosen.refused_drafts,
         "tokenizer": str(chosen.tokenizer) if chosen.tokenizer else None,
         "device": chosen.device,
         "devices": list(chosen.devices),

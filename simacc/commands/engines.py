@@ -123,6 +123,15 @@ GLUE = "simacc.contract.vllm_glue"
 DSPARK, DSPARK_SERVING = "simacc.contract.dspark_glue", "simacc.contract.dspark_serving_glue"  # sglang's DSpark files
 NO_JAX_RELEASE = ("no IMPL known: the sglang-jax release pip finds (0.0.1.post1) has no simulated "
                   "acceptance; give its function with --impl sglang-jax=MODULE:FUNCTION (docs/jax.md's glue)")
+RUNNER_CUTS = (
+    "A row whose verdict says \"refused drafts cut by its runner\" was checked with `--refused-drafts runner`, as a "
+    "port of its sampler would be: that version keeps a draft the request's grammar refuses, and every draft after "
+    "it, from its sampler (vLLM 0.33: V1's scheduler drops them or pads them with -1 after `validate_tokens`; V2's "
+    "runner makes them -1 with `grammar_invalid_drafts`), so the sampler is handed them so (CONTRACT.md §15.4). "
+    "It does that for a grammar's refusals only. A draft cut by top-k, top-p, min-p or bad words reaches vLLM "
+    "0.33's sampler as it is, and its synthetic mode, which reads no logit before accepting, accepts it at its "
+    "rate and emits it (V1 `rejection_sampler.py:826-830` and `:931-936`, V2 `rejection_sampler_utils.py:612-617`), "
+    "as 0.34's does. A `-inf` logit cannot say which of the two cut it, so these rows do not judge that.")
 ROWS = (
     Row("sglang-eager", "sglang", "sglang", "sglang", "eager (`generate_simulated_accept_index`)",
         "sglang.srt.speculative.spec_utils:generate_simulated_accept_index"),
@@ -192,6 +201,7 @@ class Verdict:
     seconds: float | None
     ran: bool
     conformant: bool = False
+    refused_drafts: str = "sampler"  # --refused-drafts it was checked with (CONTRACT.md §15.4)
 
 
 def register(subparsers):
@@ -265,7 +275,7 @@ def glue_imports(rows, options, source):
     return {glued[layout]: why for layout, why in json.loads(done.stdout.splitlines()[-1]).items()}
 
 
-def _check(spec, options, source):
+def _check(spec, options, source, refused_drafts):
     """``(exit code, verdict JSON or None, last line of output, seconds)`` of one check."""
     env = _environment(options, source)
     with tempfile.TemporaryDirectory(prefix="simacc-engines-") as folder:
@@ -273,7 +283,7 @@ def _check(spec, options, source):
         start = time.perf_counter()
         done = subprocess.run([source.python, "-m", "simacc", "check", spec, "--device", options.device,
                                "--max-examples", str(options.max_examples), "--timeout", str(options.timeout), "--seed", "0",
-                               "-n", "0", "-q",
+                               "-n", "0", "-q", "--refused-drafts", refused_drafts,
                                "--json", str(report)], capture_output=True, text=True, cwd=folder, env=env)
         seconds = time.perf_counter() - start
         data = json.loads(report.read_text()) if report.is_file() else None
@@ -306,21 +316,32 @@ def judge(row, source, found, broken, options):
     if broken:
         return Verdict(row, version, "", f"not run: vLLM's code does not import here: {broken}"
                        f"{_missing(row.distribution, source)}", None, False)
-    code, data, last, seconds = _check(spec, options, source)
+    who = refused_drafts(row, found)
+    code, data, last, seconds = _check(spec, options, source, who)
     level = data["header"]["level"] if data else ""
     if code == Exit.USAGE or data is None:
         said = last.removeprefix("simacc check: error: ")
         return Verdict(row, version, level, f"not run: {said}{_missing(row.distribution, source)}", seconds, False)
     statuses = [r["status"] for r in data["results"]]
+    cut = "; refused drafts cut by its runner" if who == "runner" else ""
     if code == Exit.OK:
-        return Verdict(row, version, level, f"conformant ({statuses.count('pass')} properties pass)", seconds, True,
-                       True)
+        return Verdict(row, version, level, f"conformant ({statuses.count('pass')} properties pass{cut})", seconds,
+                       True, True, who)
     failed = [r for r in data["results"] if r["status"] not in ("pass", "not applicable", "skipped", "xfail")]
     if code == Exit.FAILED:
         first = failed[0] if failed else None
         detail = f": {first['id']}: {first['message'].splitlines()[0]}" if first else ""
-        return Verdict(row, version, level, f"NOT CONFORMANT ({len(failed)} failed){detail}", seconds, True)
+        return Verdict(row, version, level, f"NOT CONFORMANT ({len(failed)} failed{cut}){detail}", seconds, True,
+                       False, who)
     return Verdict(row, version, level, f"not run: {last}", seconds, False)
+
+
+def refused_drafts(row, found):
+    """``--refused-drafts`` for the row's check: ``runner`` where the version's files have the
+    step by which its runner makes a draft its grammar refuses -1 before the sampler (a ``cuts``
+    call of the glue's table, read in ``found``), else ``sampler`` (CONTRACT.md §15.4)."""
+    cuts = [f for call, f in zip(row.calls(), found or ()) if call.cuts]
+    return "runner" if any(f.module is not None for f in cuts) else "sampler"
 
 
 def _missing(distribution, source):
@@ -459,13 +480,13 @@ def run(args):
     text = table(verdicts)
     print(text)
     if args.output:
-        _write(args, text, changed)
+        _write(args, text, changed, verdicts)
     if not any(v.ran for v in verdicts):
         return Exit.NOTHING_CHECKED
     return Exit.OK if all(v.conformant for v in verdicts if v.ran) else Exit.FAILED
 
 
-def _write(args, text, changed):
+def _write(args, text, changed, verdicts):
     import platform
 
     import torch
@@ -480,6 +501,8 @@ def _write(args, text, changed):
             "A row whose code is not there, not in that version or not importable says why. Each check runs with "
             "`--seed 0 -n 0`; the time is its wall time. Without a GPU, Triton's interpreter runs the kernels "
             "(`TRITON_INTERPRET=1`), a request at a time.\n\n" + text + "\n")
+    if any(v.refused_drafts == "runner" for v in verdicts):
+        page += "\n" + RUNNER_CUTS + "\n"
     if changed:
         page += ("\n## What changed between versions\n\nRead from each version's files (`ast`, nothing imported) "
                  "before any check ran:\n\n" + changed + "\n")

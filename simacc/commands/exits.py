@@ -8,6 +8,7 @@ class Exit(enum.IntEnum):
     FAILED = 1  # not conformant; the case still fails; a new failure was found
     USAGE = 2  # a bad argument, file or implementation: nothing was checked
     NOTHING_CHECKED = 5  # pytest's "no tests ran": nothing checked is never success
+    INCONCLUSIVE = 6  # observe: every check passed, but the log is too small to see a shift of 0.1 in AL
     INTERRUPTED = 130  # Ctrl-C, or a SIGTERM (a CI's time limit)
 
 

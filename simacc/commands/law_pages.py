@@ -93,9 +93,11 @@ def plot_laws(rows, steps, batch):
 def observe_page(verdict, name, text):
     """The page of ``simacc observe``: the checks, the run against the law, and ``text``, the
     verdict as printed."""
-    summary = f"{'matches' if verdict.passed else 'does not match'} the law of {verdict.law.engine.title} at AL " \
-              f"{verdict.law.length:g}, K = {verdict.law.steps}"
-    if report_html.plots_available():
+    said = {"pass": "matches", "fail": "does not match", "inconclusive": "is inconclusive against"}[verdict.status]
+    summary = f"{said} the law of {verdict.law.engine.title} at AL {verdict.law.length:g}, K = {verdict.law.steps}"
+    if verdict.supports == "mean":
+        picture = "<p class=note>(a mean alone: nothing to draw)</p>"
+    elif report_html.plots_available():
         picture = _image("the run against the law", plot_run(verdict))
     else:
         labels = tuple(str(a) for a in range(1, verdict.law.steps + 2))
@@ -106,7 +108,8 @@ def observe_page(verdict, name, text):
                    f"<td>{_e(c.name)}</td><td>{_e(c.said)}</td></tr>" for c in verdict.checks)
     body = (f"<table class=verdict>{rows}</table>\n{picture}\n<h2>The verdict</h2>\n<pre>{_e(text)}"
             "</pre>")
-    return _page(f"simacc observe {name}", body, summary, "green" if verdict.passed else "red")
+    colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[verdict.status]
+    return _page(f"simacc observe {name}", body, summary, colour)
 
 
 def plot_run(verdict):
@@ -118,8 +121,8 @@ def plot_run(verdict):
     x = list(range(1, law.steps + 2))
     total = max(sum(verdict.counts), 1)
     shares = [c / total for c in verdict.counts]
-    fig = Figure(figsize=(13, 3.6), dpi=100, layout="constrained")
-    share, cdf, steps = fig.subplots(1, 3)
+    fig = Figure(figsize=(13 if verdict.step_means else 9, 3.6), dpi=100, layout="constrained")
+    share, cdf, *steps = fig.subplots(1, 3 if verdict.step_means else 2)  # a histogram has no steps
     share.bar([i - 0.2 for i in x], shares, width=0.4, color=RED, label=f"the run ({total} records)")
     share.bar([i + 0.2 for i in x], law.accepted, width=0.4, color=GREY, label="the law")
     share.set(xticks=x, xlabel="acceptance length", ylabel="share", ylim=(0, max([*shares, *law.accepted]) * 1.3),
@@ -140,6 +143,9 @@ def plot_run(verdict):
     cdf.set(xticks=points, xlabel="acceptance length L", ylabel="P(length <= L)", ylim=(-0.03, 1.08),
             title="CDF, and the band the verdict allows")
     cdf.legend(frameon=False, fontsize="small", loc="best")
+    if not steps:
+        return _png(fig)
+    steps = steps[0]
     numbers, means, sizes = zip(*verdict.step_means)
     spread = [2 * laws.step_mean_sd(law.sd, law.engine.joint, n) for n in sizes]
     steps.fill_between(numbers, [law.mean - s for s in spread], [law.mean + s for s in spread], color=GREY,

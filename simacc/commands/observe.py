@@ -1,254 +1,51 @@
-"""``simacc observe LOG --engine E --length AL --steps K``: a benchmark run's own acceptance log
+"""``simacc observe LOG --engine E --length AL --steps K``: a benchmark run's own acceptance output
 checked against the law it asked for (CONTRACT.md §28), with a record in the shape of a runtime
-verification (status, observed AL, tolerance, evidence) that the benchmark's result can carry.
+verification (status, observed AL, tolerance, power, evidence) that the benchmark's result can
+carry.
 
-LOG is JSON Lines, one object per request per step: ``{"step": int, "request": int or str,
-"accept_length": int}`` (the tokens the request emitted that step: accepted drafts + 1). The
-verdict is four checks: every length in ``1..K+1``; the joint law within a step (one length per
-step for a lockstep law; no excess of steps whose requests all agree for an independent one);
-the mean, with an empirical Bernstein interval; the distribution, with the per-point Chernoff
-band of :mod:`simacc.harness.judging.statistics`. The statistical checks share
-:data:`FALSE_ALARM` (a union bound): a run drawn from the law fails with probability at most that.
+LOG is what the engine wrote (:mod:`simacc.commands.observe_formats`: simacc's JSON Lines of
+``accept_length`` per request per step, vLLM's responses or Prometheus scrape, sglang's server
+log or responses, ATOM's stats), read in one pass in memory that grows with the steps and the
+requests, not the records (:mod:`simacc.commands.observe_tally`). The verdict
+(:mod:`simacc.commands.observe_checks`): every length in ``1..K+1``; the joint law within a
+step; no drift within the run; no serial dependence within a request; the mean, with Bernstein's
+interval at the law's variance; the distribution, with the per-point Chernoff band. The statistical checks share :data:`FALSE_ALARM` (a union bound), and the verdict
+states its power: a log too small to see a shift of 0.1 in AL is INCONCLUSIVE, never a match.
 """
 
 import argparse
-import hashlib
+import contextlib
 import json
-import math
+import os
 import sys
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 from simacc.commands import laws as laws_command
+from simacc.commands import observe_formats as formats
+from simacc.commands import terminal
 from simacc.commands.exits import Exit
+from simacc.commands.observe_checks import FALSE_ALARM, POWER, SHIFT, judge, shift
+from simacc.commands.observe_tally import LogError, Tally
 from simacc.contract import laws
 from simacc.harness.config import settings as opts
-from simacc.harness.judging import statistics
 from simacc.harness.processes.atomic import write_atomically
 
-SCHEMA = "simacc.observe/1"
-FALSE_ALARM = statistics.FALSE_ALARM  # for the whole verdict, split evenly over its statistical checks
-FIELDS = ("step", "request", "accept_length")
+SCHEMA = "simacc.observe/2"
 EXIT_CODES = f"""exit codes:
-  {Exit.OK:d}  the run matches the law (false-alarm rate {FALSE_ALARM:g} for the whole verdict)
+  {Exit.OK:d}  the run matches the law (false-alarm rate {FALSE_ALARM:g} for the whole verdict), and the log is
+     large enough to see a shift of AL by {SHIFT:g} (in {POWER:.0%} of runs)
   {Exit.FAILED:d}  it does not: the output says what differs (a length outside 1..K+1 included)
-  {Exit.USAGE:d}  usage error or unreadable input: a bad option, an AL the engine cannot take, a LOG line
-     that is not an object with integer step and accept_length and an integer or string
-     request, a request twice in a step, a step with no request; nothing is written
+  {Exit.USAGE:d}  usage error or unreadable input: a bad option, an AL the engine cannot take, a file of an
+     unknown or damaged format (the error names the line and what was expected), a request
+     twice in a step or out of step order, a step with no request; nothing is written
+  {Exit.INCONCLUSIVE:d}  INCONCLUSIVE: every check passed, but the log is too small to see a shift of AL by
+     {SHIFT:g}: the output says the smallest shift it would see
 
-LOG: JSON Lines, one object per request per step, {{"step": 0, "request": 7, "accept_length": 3}}
-(accept_length = the tokens the request emitted that step: accepted drafts + 1), or - for stdin.
-docs/laws.md says how to get it from sglang's and vLLM's own metrics."""
-
-
-class LogError(ValueError):
-    """An unreadable LOG: one line that names the line of the file at fault."""
-
-
-@dataclass(frozen=True)
-class Record:
-    line: int
-    step: int
-    request: object
-    length: int
-
-
-def read_log(name, data):
-    """The records of a log's bytes, in order; a :class:`LogError` naming the first bad line."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise LogError(f"{name}: not UTF-8 text (byte {e.start})") from None
-    lines = text.split("\n")
-    records, seen = [], {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{name}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            cut = ": a truncated last line?" if number == len(lines) else ""
-            raise LogError(f"{where}: not JSON at column {e.colno} ({e.msg}){cut}") from None
-        if not isinstance(obj, dict):
-            raise LogError(f"{where}: a JSON {type(obj).__name__}, but should be an object with {', '.join(FIELDS)}")
-        for field in FIELDS:
-            if field not in obj:
-                raise LogError(f"{where}: no {field!r} field (each line needs {', '.join(FIELDS)})")
-        step, request, length = (obj[field] for field in FIELDS)
-        for field, value in (("step", step), ("accept_length", length)):
-            if type(value) is not int:
-                raise LogError(f"{where}: {field}={json.dumps(value)}, but should be an integer")
-        if type(request) not in (int, str):
-            raise LogError(f"{where}: request={json.dumps(request)}, but should be an integer or a string")
-        if (step, request) in seen:
-            raise LogError(f"{where}: request {json.dumps(request)} twice in step {step} (first on line "
-                           f"{seen[step, request]})")
-        seen[step, request] = number
-        records.append(Record(number, step, request, length))
-    if not records:
-        raise LogError(f"{name}: no records (one JSON object per request per step)")
-    return records
-
-
-def by_step(name, records):
-    """``{step: [records]}`` in step order; a :class:`LogError` for a step with no request."""
-    steps = {}
-    for record in records:
-        steps.setdefault(record.step, []).append(record)
-    first, last = min(steps), max(steps)
-    if len(steps) != last - first + 1:
-        missing = next(s for s in range(first, last + 1) if s not in steps)
-        raise LogError(f"{name}: step {missing} has no request (the log's steps run from {first} to {last}: number "
-                       "the steps that decoded one after another)")
-    return dict(sorted(steps.items()))
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check of the verdict: whether it passed, a line saying so, on a failure what differs
-    (in the terms of what the run did), and its numbers."""
-
-    name: str
-    passed: bool
-    said: str
-    difference: str
-    data: dict
-
-
-def check(name, passed, said, difference="", **data):
-    return Check(name, passed, said, (difference or said) if not passed else "", data)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    law: object
-    records: int
-    steps: int
-    requests: int
-    observed_al: float
-    interval: tuple
-    checks: tuple
-    fits: tuple  # the other laws the log passes, on a failure
-    counts: tuple  # records of each length 1..K+1
-    outside: int
-    step_means: tuple  # (step, mean length, requests) per step
-    band: tuple  # (low, high) of the CDF at each length the test judged
-    dkw: float
-
-    @property
-    def passed(self):
-        return all(c.passed for c in self.checks)
-
-    @property
-    def differences(self):
-        return [c.difference for c in self.checks if not c.passed]
-
-
-def judge(law, steps, false_alarm=FALSE_ALARM, candidates=()):
-    """The :class:`Verdict` on a log (``steps``: :func:`by_step`'s) under ``law``; on a failure,
-    ``fits`` names the laws among ``candidates`` that the log passes."""
-    k = law.steps
-    records = [r for step in steps.values() for r in step]
-    inside = [r for r in records if 1 <= r.length <= k + 1]
-    outside = [r for r in records if not 1 <= r.length <= k + 1]
-    shared = [step for step in steps.values() if len(step) > 1]
-    lockstep = law.engine.joint != laws.INDEPENDENT
-    each = false_alarm / (2 + (not lockstep and bool(shared)))  # the statistical checks share the rate
-    checks = [check("lengths", not outside, f"every accept_length in 1..{k + 1}" if not outside else
-                    f"{len(outside)} lengths outside 1..{k + 1} (K={k}): line {outside[0].line}: "
-                    f"accept_length={outside[0].length}", outside=len(outside))]
-    mixed = next((step for step in shared if len({r.length for r in step}) > 1), None)
-    if lockstep:
-        checks.append(_one_length(law, mixed))
-    elif shared:
-        checks.append(_own_draws(law, shared, inside, each))
-    by_steps = lockstep and mixed is None  # one draw per step: the step is the unit
-    units = [step[0].length for step in steps.values() if 1 <= step[0].length <= k + 1] if by_steps else \
-        [r.length for r in inside]
-    unit = "steps (one draw each)" if by_steps else "records"
-    mean = math.fsum(units) / len(units) if units else math.nan
-    interval = statistics.mean_interval(units, 1, k + 1, each) if units else (1.0, float(k + 1))
-    checks.append(_mean(law, mean, interval, len(units), unit))
-    checks.append(_distribution(law, units, unit, inside, each))
-    cdf = [min(math.fsum(law.accepted[: a + 1]), 1.0) for a in range(k)]
-    points = sum(0 < f < 1 for f in cdf)
-    band = tuple(statistics.band(len(units), f, points, each) if units else (f, f) for f in cdf)
-    passed = all(c.passed for c in checks)
-    fits = () if passed or outside else tuple(f"{other.engine.title} at AL {other.length:g}" for other in candidates
-                                              if judge(other, steps, false_alarm).passed)
-    return Verdict(law, len(records), len(steps), len({r.request for r in records}), mean, interval, tuple(checks),
-                   fits, tuple(sum(r.length == a + 1 for r in inside) for a in range(k + 1)), len(outside),
-                   tuple((s, math.fsum(r.length for r in step) / len(step), len(step)) for s, step in steps.items()),
-                   band, statistics.dkw_epsilon(len(units), each) if units else 1.0)
-
-
-def _one_length(law, mixed):
-    """A lockstep law: no step with two lengths (no statistics)."""
-    if mixed is None:
-        return check("one length per step", True, "every step's requests share one length")
-    other = next(r for r in mixed if r.length != mixed[0].length)
-    return check("one length per step", False,
-                 f"step {mixed[0].step} has lengths {sorted({r.length for r in mixed})} (lines {mixed[0].line}, "
-                 f"{other.line}), but {law.engine.title} draws one length for the whole batch: these requests drew "
-                 "their own")
-
-
-def _own_draws(law, shared, inside, false_alarm):
-    """An independent law: no more steps whose requests all agree than independent draws allow
-    (step ``s`` of ``N_s`` requests has the chance ``sum_a P(a)^N_s``); when there are more,
-    whether the run's own shares drawn independently would explain them (a narrower law) or not
-    (lockstep)."""
-    agree = sum(len({r.length for r in step}) == 1 for step in shared)
-    chances = [math.fsum(p ** len(step) for p in law.accepted) for step in shared]
-    limit, expected = statistics.count_limit(chances, false_alarm), math.fsum(chances)
-    shares = [sum(r.length == a + 1 for r in inside) / max(len(inside), 1) for a in range(law.steps + 1)]
-    alike = statistics.count_limit([math.fsum(p ** len(step) for p in shares) for step in shared], false_alarm)
-    why = (f"the requests move in lockstep (one draw per batch), but {law.engine.title} draws per request"
-           if agree > alike else "the lengths are more alike than the law's, even drawn on their own")
-    return check("requests draw their own", agree <= limit,
-                 f"{agree} of {len(shared)} steps with two requests or more have every request at one length "
-                 f"(about {expected:.1f} expected, at most {limit} allowed)",
-                 f"in {agree} of {len(shared)} steps every request has the same length, but independent draws give "
-                 f"about {expected:.1f} such steps (at most {limit}): {why}", agree=agree, steps=len(shared),
-                 expected=expected, limit=limit)
-
-
-def _mean(law, mean, interval, units, unit):
-    """The law's mean inside the run's interval; a run a whole token off says which unit slip
-    would explain it."""
-    low, high = interval
-    hint = ""
-    if low <= law.mean + 1 <= high:
-        hint = ": that is AL + 1, as when the knob is given AL where it counts accepted drafts (AL - 1)"
-    elif low <= law.mean - 1 <= high:
-        hint = ": that is AL - 1, as when the knob is given AL - 1 where it takes AL"
-    return check("mean", low <= law.mean <= high,
-                 f"observed AL {mean:.4f}, interval [{low:.4f}, {high:.4f}] over {units} {unit}; the law delivers "
-                 f"{law.mean:.4f}",
-                 f"observed AL {mean:.4f} [{low:.4f}, {high:.4f}], but {law.engine.title}'s law at AL "
-                 f"{law.length:g} delivers {law.mean:.4f}{hint}", observed=mean, low=low, high=high,
-                 expected=law.mean)
-
-
-def _distribution(law, units, unit, inside, false_alarm):
-    """The CDF test; its failure names a length the law never gives, or the point furthest out
-    and whether the run's spread is wider or narrower than the law's."""
-    test = statistics.cdf_test(units, list(law.accepted), false_alarm)
-    if test.expected == 0.0 and not test.passed:
-        first = next(r for r in inside if r.length == test.k)
-        possible = [a + 1 for a, p in enumerate(law.accepted) if p > 0]
-        said = (f"accept_length={test.k} on {units.count(test.k)} {unit} (first on line {first.line}), which "
-                f"{law.engine.title}'s law at AL {law.length:g} never gives (only {possible})")
-    else:
-        mean = math.fsum(units) / len(units) if units else math.nan
-        sd = math.sqrt(math.fsum((u - mean) ** 2 for u in units) / len(units)) if units else math.nan
-        spread = "" if test.passed or abs(sd - law.sd) < 0.05 else \
-            f"; its spread (sd {sd:.3f}) is {'wider' if sd > law.sd else 'narrower'} than the law's ({law.sd:.3f})"
-        said = (f"P(accept_length <= {test.k}) = {test.observed:.4f}, {'within' if test.passed else 'outside'} "
-                f"{test.low:.4f}..{test.high:.4f} around the law's {test.expected:.4f}{spread}")
-    return check("distribution", test.passed, said, observed=test.observed, expected=test.expected, low=test.low,
-                 high=test.high, at=test.k)
+LOG: the engine's output as it wrote it (--format, or detected), or - for stdin. simacc's own
+JSON Lines: one object per request per step, {{"step": 0, "request": 7, "accept_length": 3}}
+(accept_length = accepted drafts + 1; "drafted": d for a step of d < K drafts). docs/laws.md
+says what to save from each engine's run, and the one command that checks it."""
 
 
 def neighbours(law):
@@ -259,25 +56,36 @@ def neighbours(law):
     return [other for other in found if not other.cannot]
 
 
-def render(verdict, name):
+def render(verdict, name, source_format):
     law = verdict.law
     inside = sum(verdict.counts)
     shares = [c / max(inside, 1) for c in verdict.counts]
     mean, sd = laws.spread(shares)
-    lines = [f"{name}: {verdict.records} records, {verdict.steps} steps, {verdict.requests} requests, against "
-             f"{law.engine.title} at AL {law.length:g}, K = {law.steps} ({law.knob})",
-             f"  P(accept_length = {', '.join(str(a) for a in range(1, law.steps + 2))})",
-             f"    the law:  {' '.join(f'{p:.4f}' for p in law.accepted)}  mean {law.mean:.4f}  sd {law.sd:.3f}  "
-             f"{laws.JOINT[law.engine.joint]}",
-             f"    the run:  {' '.join(f'{p:.4f}' for p in shares)}  mean {mean:.4f}  sd {sd:.3f}"
-             + (f"  (and {verdict.outside} outside 1..{law.steps + 1})" if verdict.outside else ""), ""]
+    what = {"records": f"{verdict.records} records, {verdict.steps} steps, {verdict.requests} requests",
+            "counts": f"{verdict.records} steps counted (a histogram: the distribution and the mean are judged)",
+            "mean": f"a mean over {verdict.records} steps (only the mean is judged)"}[verdict.supports]
+    lines = [f"{name} ({source_format}): {what}, against {law.engine.title} at AL {law.length:g}, K = {law.steps} "
+             f"({law.knob})"]
+    if verdict.supports != "mean":
+        lines += [f"  P(accept_length = {', '.join(str(a) for a in range(1, law.steps + 2))})",
+                  f"    the law:  {' '.join(f'{p:.4f}' for p in law.accepted)}  mean {law.mean:.4f}  sd {law.sd:.3f}  "
+                  f"{laws.JOINT[law.engine.joint]}",
+                  f"    the run:  {' '.join(f'{p:.4f}' for p in shares)}  mean {mean:.4f}  sd {sd:.3f}"
+                  + (f"  (and {verdict.outside} outside 1..{law.steps + 1})" if verdict.outside else "")
+                  + (f"  (and {verdict.fewer} records of fewer drafts)" if verdict.fewer else "")]
+    lines.append("")
     for check in verdict.checks:
         lines.append(f"  {'pass' if check.passed else 'FAIL'}  {check.name}: {check.said}")
-    tests = sum(c.name != "lengths" and c.name != "one length per step" for c in verdict.checks)
-    lines.append("")
-    if verdict.passed:
-        lines.append(f"MATCHES the law (false-alarm rate {FALSE_ALARM:g} in all: {FALSE_ALARM / tests:.3g} for each "
-                     f"of its {tests} statistical checks)")
+    tests = _statistical(verdict)
+    lines += ["", f"power: {verdict.power.said()}, at its false-alarm rate", ""]
+    rate = f"false-alarm rate {FALSE_ALARM:g} in all: {FALSE_ALARM / tests:.3g} for each of its {tests} statistical " \
+           "checks" if tests > 1 else f"false-alarm rate {FALSE_ALARM:g} for its one statistical check"
+    if verdict.status == "pass":
+        lines.append(f"MATCHES the law ({rate})")
+    elif verdict.status == "inconclusive":
+        lines.append(f"INCONCLUSIVE: every check passed, but the log is too small to see a shift of AL by {SHIFT:g} "
+                     f"(it sees {verdict.power.shift:.3g}); a log of about "
+                     f"{_needed(verdict)} {verdict.power.unit} would")
     else:
         lines.append("DOES NOT MATCH the law:")
         lines += [f"  - {d}" for d in verdict.differences]
@@ -286,47 +94,151 @@ def render(verdict, name):
     return "\n".join(lines)
 
 
-def record(verdict, name, digest):
-    """The runtime verification a benchmark's result can carry: status, observed AL, tolerance
-    (the interval's half-width) and the evidence."""
+def _statistical(verdict):
+    return sum(c.name not in ("lengths", "one length per step", "K drafts each") for c in verdict.checks)
+
+
+def _needed(verdict):
+    """About how many units would see a shift of :data:`SHIFT`: the smallest power of two."""
+    law, n = verdict.law, max(verdict.power.units, 1)
+    each = FALSE_ALARM / max(_statistical(verdict), 1)
+    largest = max(law.mean - 1, law.steps + 1 - law.mean)
+    while shift(n, law.sd, largest, law.steps, 0.0, each, verdict.supports != "mean") > SHIFT:
+        n *= 2
+    return f"{n:,}"
+
+
+def record(verdict, name, digest, source_format):
+    """The runtime verification a benchmark's result can carry: status (pass, fail or
+    inconclusive), observed AL, tolerance (the interval's half-width), the power (the smallest
+    shift of AL it would see) and the evidence."""
     law = verdict.law
     low, high = verdict.interval
     return {
-        "schema": SCHEMA, "status": "pass" if verdict.passed else "fail", "observed_al": verdict.observed_al,
+        "schema": SCHEMA, "status": verdict.status, "observed_al": verdict.observed_al,
         "tolerance": (high - low) / 2, "expected_al": law.mean, "asked_al": law.length,
         "false_alarm": FALSE_ALARM,
+        "power": {"detectable_shift": verdict.power.shift if verdict.power.shift != float("inf") else None,
+                  "probability": POWER, "units": verdict.power.units, "unit": verdict.power.unit,
+                  "conclusive_below": SHIFT},
         "evidence": {
-            "log": name, "sha256": digest, "records": verdict.records, "steps": verdict.steps,
-            "requests": verdict.requests, "engine": law.engine.id, "setting": law.knob, "k": law.steps,
+            "log": name, "format": source_format, "judged": verdict.supports, "sha256": digest,
+            "records": verdict.records, "steps": verdict.steps, "requests": verdict.requests, "engine": law.engine.id,
+            "setting": law.knob, "k": law.steps,
             "law": {"accept_length": list(range(1, law.steps + 2)), "probabilities": list(law.accepted),
                     "joint": law.engine.joint, "section": f"CONTRACT.md {law.engine.section}"},
             "interval": [low, high], "counts": list(verdict.counts), "outside": verdict.outside,
+            "fewer_drafts": verdict.fewer,
             "checks": [{"name": c.name, "passed": c.passed, "detail": c.said, **c.data} for c in verdict.checks],
             "differences": list(verdict.differences), "fits": list(verdict.fits),
         },
     }
 
 
+class Reading:
+    """The progress line of a long read on stderr (a terminal, or ``--progress``), in the
+    style of ``simacc check``'s: rewritten in place on a terminal; on a log, a line every 10% of
+    the file (of stdin, every million records)."""
+
+    def __init__(self, stream, asked):
+        live = terminal.isatty(stream)
+        self.status = terminal.StatusLine(stream if live or asked else None)
+        self.next_line, self.next_records, self.last = 0.1, 10**6, 0.0
+
+    def __call__(self, source, records):
+        if self.status.stream is None:
+            return
+        now = time.monotonic()
+        share = source.done / source.size if source.size else None
+        of = f" ({share:.0%} of {source.size / 1e6:,.0f} MB)" if share is not None else ""
+        text = f"simacc observe: reading {source.name}: {records:,} records, {source.done / 1e6:,.0f} MB{of}"
+        if self.status.live:
+            if now - self.last >= 0.2:
+                self.status.show(text)
+                self.last = now
+        elif share is not None and share >= self.next_line:
+            self.status.line(text)
+            self.next_line = share + 0.1
+        elif share is None and records >= self.next_records:
+            self.status.line(text)
+            self.next_records = records + 10**6
+
+    def close(self):
+        self.status.clear()
+
+
 def register(subparsers):
     p = subparsers.add_parser(
-        "observe", help="check a benchmark run's acceptance log against the law it asked for",
-        description="Check LOG, a run's accept_length per request per step, against the law of ENGINE asked\n"
-        "for AL at K drafts per step: lengths in 1..K+1, lockstep or independent requests, the mean\n"
-        "with its interval, the distribution with its band; print what differs, and write a runtime\n"
+        "observe", help="check a benchmark run's acceptance output against the law it asked for",
+        description="Check LOG, what the engine wrote of its acceptance (a per-step log, vLLM's responses or\n"
+        "Prometheus scrape, sglang's server log or responses, ATOM's stats), against the law of ENGINE\n"
+        "asked for AL at K drafts per step: lengths in 1..K+1, lockstep or independent requests, no\n"
+        "drift, no serial dependence, the mean with its interval, the distribution with its band, as\n"
+        "far as the format carries them; state the power, print what differs, and write a runtime\n"
         "verification record.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("log", metavar="LOG", help="the run's log, JSON Lines (- for stdin)")
+    p.add_argument("log", metavar="LOG", help="the run's output (- for stdin)")
     p.add_argument("--engine", required=True, choices=laws.ENGINES, metavar="ENGINE",
                    help=f"the engine whose law the run asked for: {', '.join(laws.ENGINES)}")
     p.add_argument("--length", required=True, type=opts.argtype(laws_command.length), metavar="AL",
                    help="the mean acceptance length asked for (accepted drafts + 1)")
     p.add_argument("--steps", required=True, type=opts.argtype(opts.positive_int), metavar="K",
                    help="drafts per request per step (num_speculative_tokens)")
+    p.add_argument("--format", choices=formats.FORMATS, metavar="FORMAT",
+                   help=f"LOG's format (detected when left out): {', '.join(formats.FORMATS)}")
+    p.add_argument("--before", type=Path, metavar="SCRAPE", help="vllm-prometheus: the scrape taken before the run, "
+                   "subtracted from LOG's")
+    p.add_argument("--decode-log-interval", type=opts.argtype(opts.positive_int), default=1, metavar="N",
+                   help="sglang-log: the server's --decode-log-interval (default 1: a line per step)")
+    p.add_argument("--progress", action="store_true", help="a progress line on stderr even when it is not a "
+                   "terminal (a line every 10%%)")
     p.add_argument("--json", type=Path, metavar="PATH", help=f"also write the runtime verification record (schema "
-                   f"{SCHEMA}): status, observed_al, tolerance, evidence")
+                   f"{SCHEMA}): status, observed_al, tolerance, power, evidence")
     p.add_argument("--html", type=Path, metavar="PAGE", help="also write the verdict as one self-contained HTML page "
                    "with its plots")
     p.set_defaults(run=run)
+
+
+def _open(path):
+    """``(stream, size)`` of a LOG argument (stdin for -)."""
+    if path == "-":
+        return sys.stdin.buffer, None
+    stream = open(path, "rb")
+    return stream, os.fstat(stream.fileno()).st_size
+
+
+def read(args, law, name, progress=None):
+    """``(tally, format, sha256)`` of LOG under ``law``; a :class:`LogError` or ``OSError``."""
+    tally = Tally(law)
+    stream, size = _open(args.log)
+    with contextlib.closing(stream) if args.log != "-" else contextlib.nullcontext():
+        source = formats.Source(name, stream, size, progress)
+        kind = args.format or formats.detect(source)
+        if args.before is not None and kind != "vllm-prometheus":
+            raise LogError(f"{name}: --before is for two vllm-prometheus scrapes, but LOG is {kind}")
+        if kind == "records":
+            formats.read_records(source, tally)
+        elif kind == "vllm-responses":
+            formats.read_vllm_responses(source, tally)
+        elif kind == "vllm-prometheus":
+            before = None
+            if args.before is not None:
+                with open(args.before, "rb") as earlier:
+                    before = formats.Source(str(args.before), earlier)
+                    formats.read_prometheus(source, tally, before)
+            else:
+                formats.read_prometheus(source, tally)
+        elif kind == "sglang-log":
+            formats.read_sglang_log(source, tally, args.decode_log_interval)
+        elif kind == "sglang-responses":
+            formats.read_sglang_responses(source, tally)
+        else:
+            formats.read_atom_stats(source, tally)
+        for _ in source.chunks():  # the rest of a file a reader stopped short of, for its digest
+            pass
+    if not tally.records:
+        raise LogError(f"{name}: no records ({formats.FORMATS[kind]})")
+    return tally, kind, source.digest.hexdigest()
 
 
 def run(args):
@@ -341,26 +253,27 @@ def run(args):
     if law.cannot:
         return usage(f"{law.engine.title} cannot take AL {args.length:g}: {law.cannot}")
     name = "<stdin>" if args.log == "-" else args.log
+    progress = Reading(sys.stderr, args.progress)
     try:
-        data = sys.stdin.buffer.read() if args.log == "-" else Path(args.log).read_bytes()
-    except OSError as e:
-        return usage(f"{name}: {e.strerror}")
-    try:
-        steps = by_step(name, read_log(name, data))
+        tally, kind, digest = read(args, law, name, progress)
+        verdict = judge(tally, candidates=neighbours(law))
     except LogError as e:
-        return usage(str(e))
-    verdict = judge(law, steps, candidates=neighbours(law))
-    text = render(verdict, name)
+        progress.close()
+        message = str(e)
+        return usage(message if message.startswith(name) else f"{name}: {message}")
+    except OSError as e:
+        progress.close()
+        return usage(f"{e.filename or name}: {e.strerror}")
+    progress.close()
+    text = render(verdict, name, kind)
     print(text)
-    digest = hashlib.sha256(data).hexdigest()
     try:
         if args.json is not None:
-            write_atomically(args.json, json.dumps(record(verdict, name, digest), indent=2) + "\n")
+            write_atomically(args.json, json.dumps(record(verdict, name, digest, kind), indent=2) + "\n")
         if args.html is not None:
             from simacc.commands import law_pages
 
             write_atomically(args.html, law_pages.observe_page(verdict, name, text))
     except OSError as e:
         return usage(f"{e.filename}: {e.strerror}")
-    return Exit.OK if verdict.passed else Exit.FAILED
-
+    return {"pass": Exit.OK, "fail": Exit.FAILED, "inconclusive": Exit.INCONCLUSIVE}[verdict.status]

@@ -374,7 +374,8 @@ def header_rows(header):
         ("version", header["version"] or "(none)"),
         ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
                      + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
-                                               header["fixed_token_id_from"])),
+                                               header["fixed_token_id_from"])
+                     + contracts.refused_drafts_text(header["contract"], header.get("refused_drafts"))),
         ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
         ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
         ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),

@@ -120,16 +120,17 @@ def _read_atom(value, k):
 
 
 def atom_1850_schedule(rate, k):
-    """``(a0, g)`` of ATOM #1850's conditional rates ``a0 * g^i`` (§25.3): ``g`` the smallest
-    value in [0.85, 1] with which ``a0 = 1`` reaches the mean ``rate``, then ``a0`` by bisection
-    so that the mean of the unconditional rates ``a0^(i+1) g^(i(i+1)/2)`` is ``rate``."""
+    """``(a0, g)`` of ATOM #1850's conditional rates ``a0 * g^i`` (§25.3), searched as #1850
+    searches them: ``g`` the smallest value in [0.85, 1] with which ``a0 = 1`` reaches the mean
+    ``rate``, then ``a0`` so that the mean of the unconditional rates ``a0^(i+1) g^(i(i+1)/2)``
+    is ``rate``, each by bisection to a width of 1e-9; a rate of 1 or more takes ``a0 = 1``."""
 
     def mean(a0, g):
-        return math.fsum(a0 ** (i + 1) * g ** (i * (i + 1) / 2) for i in range(k)) / k
+        return sum(a0 ** (i + 1) * g ** (i * (i + 1) // 2) for i in range(k)) / k  # in order, as #1850 adds
 
-    if rate <= 0:
-        return 0.0, 0.85
     g = 0.85 if mean(1.0, 0.85) >= rate else _bisect(lambda x: mean(1.0, x) < rate, 0.85, 1.0)
+    if rate <= 0 or rate >= 1:
+        return (0.0 if rate <= 0 else 1.0), g
     return _bisect(lambda x: mean(x, g) < rate, 0.0, 1.0), g
 
 
@@ -138,9 +139,10 @@ def atom_1850_conditional(rate, k):
     return [a0 * g**i for i in range(k)]
 
 
-def _bisect(below, low, high, rounds=60):
-    """The point of ``[low, high]`` where the monotone ``below`` turns false."""
-    for _ in range(rounds):
+def _bisect(below, low, high, width=1e-9):
+    """The upper end of the interval, ``width`` wide at most, where the monotone ``below``
+    turns false (ATOM #1850's search: its tolerance, the end it returns)."""
+    while high - low > width:
         middle = (low + high) / 2
         low, high = (middle, high) if below(middle) else (low, middle)
     return high
@@ -205,6 +207,15 @@ def _read_sglang(value, k):
     x = _float(value)
     if x is None:
         return Reading(None, "is not a number: sglang warns and leaves simulation off")
+    if not x > 0:
+        return Reading(None, "is not > 0: simulation stays off")
+    return Reading(x)
+
+
+def _read_sglang_jax(value, k):
+    x = _float(value)
+    if x is None:
+        return Reading(None, "is not a number: sglang-jax raises ValueError when it imports the knob (§24.4)")
     if not x > 0:
         return Reading(None, "is not > 0: simulation stays off")
     return Reading(x)
@@ -380,6 +391,14 @@ def _trtllm_notes(v, k, batch):
     return [*notes, "sets the count whatever the request drafted (§27.3)"]
 
 
+def _trtllm_two_model_notes(v, k, batch):
+    return ["min(v, n) drafts, whatever the request drafted, for the requests it applies to: those verified "
+            "greedily along a chain (greedy ones, and sampled ones without draft logits, as n-gram's)",
+            "it does not apply to a sampled request with draft logits (real rejection sampling) nor to a draft "
+            "tree (EAGLE-3's tree verification): there the count is the real one (§27.5)",
+            "read with int(): 2.0 turns it off too"]
+
+
 ENGINES = {e.id: e for e in (
     Engine("sglang", "sglang match-expected", "§24.2", "SGLANG_SIMULATE_ACC_LEN={}", "AL", LOCKSTEP, _read_sglang,
            lambda al, k: al, match_expected_law, _sglang_draws("match-expected"), _sglang_notes),
@@ -388,9 +407,11 @@ ENGINES = {e.id: e for e in (
            lambda al, k: al, gaussian_law, _sglang_draws("multinomial"),
            lambda x, k, batch: ["L = round(clamp(N(x, 1), 1, K + 1)): its mean is not x"]),
     Engine("sglang-jax-multinomial", "sglang-jax multinomial", "§24.4",
-           "SIMULATE_ACC_LEN={} SIMULATE_ACC_METHOD=multinomial", "AL", LOCKSTEP, _read_sglang,
+           "SIMULATE_ACC_LEN={} SIMULATE_ACC_METHOD=multinomial", "AL", LOCKSTEP, _read_sglang_jax,
            lambda al, k: al, lambda x, k: gaussian_law(max(1.0, min(k + 1, x)), k), _clamped_mean_draws,
-           lambda x, k, batch: ["clamps the Gaussian's mean to [1, K + 1]: sglang's law for x inside it"]),
+           lambda x, k, batch: ["clamps the Gaussian's mean to [1, K + 1]: sglang's law for x inside it",
+                                "an unparsable SIMULATE_ACC_LEN, or with simulation on an unknown SIMULATE_ACC_METHOD "
+                                "or SIMULATE_ACC_TOKEN_MODE, raises ValueError at import, where sglang warns"]),
     Engine("vllm", "vLLM", "§25.1", "synthetic_acceptance_length={}", "AL", INDEPENDENT, _read_vllm,
            lambda al, k: al, *_walk_engine(vllm_conditional), _vllm_notes),
     Engine("atom", "ATOM (#1948 on)", "§25.2", "--spec-decode-acceptance-length {}", "AL", INDEPENDENT, _read_atom,
@@ -409,9 +430,7 @@ ENGINES = {e.id: e for e in (
            _trtllm_law, _trtllm_draws, _trtllm_notes),
     Engine("trtllm-two-model", "TensorRT-LLM two-model", "§27.5", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS={}",
            "AL - 1 (accepted drafts), an integer", DETERMINISTIC, _read_trtllm_two_model, lambda al, k: al - 1,
-           _trtllm_two_model_law, _fixed_draws(_trtllm_two_model_law),
-           lambda v, k, batch: ["min(v, n) drafts, whatever the request drafted; read with int(): 2.0 turns it "
-                                "off too"]),
+           _trtllm_two_model_law, _fixed_draws(_trtllm_two_model_law), _trtllm_two_model_notes),
 )}
 
 

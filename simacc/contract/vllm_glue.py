@@ -4,11 +4,13 @@ ships it: the glue docs/vllm.md gives, for ``simacc check simacc.contract.vllm_g
 
 Each function has the signature of its reference in :mod:`simacc.contract.vllm` or
 :mod:`simacc.contract.vllm_v2` and calls vLLM's shipped functions with the arguments vLLM's
-model runners build, and does first what the version's runner does before them (§15.4: 0.33
-turns the drafts a grammar refuses into placeholders; 0.34 does not). vLLM is imported on the
-first call, so this module imports without it. :data:`CALLS` says where each layout's code lies
-in each version; ``simacc engines`` reads the same table from a wheel's files without importing
-them (:mod:`simacc.commands.engine_api`).
+model runners build, and nothing more. A version whose runner makes the drafts a grammar
+refuses -1 before the sampler (0.33; §15.4) is checked with ``--refused-drafts runner``
+(:func:`refused_drafts`), which hands its sampler the drafts so cut, as it hands a port's; the
+glue cuts nothing itself, so a draft cut by top-k, top-p, min-p or bad words reaches vLLM's
+sampler as it does in vLLM. vLLM is imported on the first call, so this module imports without
+it. :data:`CALLS` says where each layout's code lies in each version; ``simacc engines`` reads
+the same table from a wheel's files without importing them (:mod:`simacc.commands.engine_api`).
 """
 
 import importlib
@@ -24,11 +26,14 @@ import torch
 @dataclass(frozen=True)
 class Call:
     """A name the glue calls in vLLM (``Class.method`` for a method) and the modules that have
-    held it, oldest first; ``optional``: what the glue does without it (empty: the layout needs it)."""
+    held it, oldest first; ``optional``: what the glue does without it (empty: the layout needs it).
+    ``cuts``: the runner's step that makes a refused draft -1 before the sampler, which the glue
+    does not call: a version that has it is checked with ``--refused-drafts runner`` (§15.4)."""
 
     name: str
     modules: tuple
     optional: str = ""
+    cuts: bool = False
 
 
 V1_SAMPLER = "vllm.v1.sample.rejection_sampler"  # gone in 0.34.0 with the whole V1 runner
@@ -40,12 +45,16 @@ CALLS = {
                                ("vllm.v1.spec_decode.utils", "vllm.v1.worker.gpu.spec_decode.rejection_sampler")),),
     "v1_synthetic_accept": (Call("_rejection_greedy_sample", (V1_SAMPLER,)),
                             Call("_rejection_random_sample", (V1_SAMPLER,))),
-    "v1_synthetic_rejection_sample": (Call("rejection_sample", (V1_SAMPLER,)),
-                                      Call("SamplingMetadata", ("vllm.v1.sample.metadata",)),
-                                      Call("LogitsProcessors", ("vllm.v1.sample.logits_processor",))),
+    "v1_synthetic_rejection_sample": (
+        Call("rejection_sample", (V1_SAMPLER,)),
+        Call("SamplingMetadata", ("vllm.v1.sample.metadata",)),
+        Call("LogitsProcessors", ("vllm.v1.sample.logits_processor",)),
+        Call("StructuredOutputManager.validate_tokens", ("vllm.v1.structured_output",), cuts=True,
+             optional="without it the scheduler keeps a draft its grammar refuses (0.34's trim_spec_tokens)"),
+    ),
     "v2_synthetic_rejection_sample": (
         Call("rejection_sample", (V2_SAMPLER,)),
-        Call("grammar_invalid_drafts", ("vllm.v1.worker.gpu.structured_outputs",),
+        Call("grammar_invalid_drafts", ("vllm.v1.worker.gpu.structured_outputs",), cuts=True,
              optional="without it the runner passes the drafts a grammar refuses to the sampler as they are"),
     ),
 }
@@ -85,6 +94,13 @@ def find(layout, name):
     raise NotInThisVersion(said + ("; the V1 layouts describe vLLM 0.33 and earlier" if layout.startswith("v1_") else ""))
 
 
+def refused_drafts(layout):
+    """``--refused-drafts`` for ``layout`` in the vLLM on the path: ``runner`` where its runner
+    cuts the drafts a grammar refuses before the sampler (a ``cuts`` call of :data:`CALLS`), else
+    ``sampler``."""
+    return "runner" if any(find(layout, c.name) is not None for c in CALLS[layout] if c.cuts) else "sampler"
+
+
 def unavailable():
     """Why vLLM's synthetic paths cannot run here (one line), or None (docs/vllm.md says how)."""
     if importlib.util.find_spec("vllm") is None:
@@ -92,15 +108,6 @@ def unavailable():
     if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
         return "no GPU and TRITON_INTERPRET is not 1: vLLM's Triton kernels cannot run here"
     return None
-
-
-def _acceptable(target_logits, drafts, rows, owner, index, counts):
-    """Each request's count of drafts before the first its grammar refuses (``n_r`` when none
-    does): vLLM's ``num_acceptable_drafts``. A refused draft is a token (``>= 0``) whose
-    processed logit at ``rows`` (the row that verifies it) is -inf, as a grammar's bitmask
-    writes it (§15.4); ``owner`` and ``index`` are each draft's request and place in it."""
-    refused = (drafts >= 0) & (target_logits[rows, drafts.clamp(min=0)] == -torch.inf)
-    return counts.scatter_reduce(0, owner[refused], index[refused], "amin")
 
 
 def resolve_synthetic_rates(*, num_speculative_tokens, synthetic_acceptance_rates=None,
@@ -160,48 +167,25 @@ def _v1_metadata(is_greedy, generators):
 
 def v1_synthetic_rejection_sample(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
                                   generators, synthetic_conditional_rates):
-    """V1's ``rejection_sample(..., synthetic_mode=True)`` as V1's sampler calls it (§16.2), after
-    V1's scheduler: each request's drafts from the first its grammar refuses on are -1 (0.33's
-    ``Scheduler.update_draft_token_ids_in_output``: ``validate_tokens``, then -1 padding),
-    a refused draft being one whose processed logit is -inf (§15.4)."""
+    """V1's ``rejection_sample(..., synthetic_mode=True)`` as V1's sampler calls it (§16.2), the
+    drafts as given (0.33's scheduler cut a grammar's refusals before: ``--refused-drafts runner``)."""
     rejection_sample = find("v1_synthetic_rejection_sample", "rejection_sample")
     counts = list(num_draft_tokens)
     device = target_logits.device
-    n = torch.tensor(counts, dtype=torch.int64, device=device)
-    owner = torch.repeat_interleave(torch.arange(len(counts), device=device), n)
-    index = torch.arange(owner.shape[0], device=device) - (n.cumsum(0) - n)[owner]
-    drafts = draft_token_ids.to(torch.int64)
-    acceptable = _acceptable(target_logits, drafts, torch.arange(drafts.shape[0], device=device), owner, index, n)
-    drafts = drafts.masked_fill(index >= acceptable[owner], -1).to(torch.int32)
     return rejection_sample(
-        drafts.contiguous(), counts, max(counts, default=0), _cu(counts, device), None,
+        draft_token_ids.to(torch.int32).contiguous(), counts, max(counts, default=0), _cu(counts, device), None,
         target_logits.to(torch.float32).contiguous(), bonus_token_ids.to(torch.int64).contiguous(),
         _v1_metadata(is_greedy, generators), synthetic_mode=True,
         synthetic_conditional_rates=synthetic_conditional_rates,
     )
 
 
-def _v2_grammar_step(target_logits, drafts, cu, owner, local):
-    """``drafts`` as the version's V2 runner hands them to the sampler (§15.4). 0.33's runner
-    makes each request's drafts from the first its grammar refuses on -1
-    (``grammar_invalid_drafts``: a draft at local position ``> num_acceptable_drafts``, then
-    ``RejectionSampler.__call__``'s ``masked_fill``); 0.34 has no such step. That rule is
-    applied here, not by calling vLLM's function, which stages its limits in pinned memory
-    that a CPU does not have."""
-    if find("v2_synthetic_rejection_sample", "grammar_invalid_drafts") is None:
-        return drafts
-    counts = cu.diff().to(torch.int64) - 1
-    rows = (torch.arange(drafts.shape[0], device=drafts.device) - 1).clamp(min=0)  # draft i verified one place before
-    index = local.to(torch.int64) - 1  # entry start of each request (index -1) is no draft
-    acceptable = _acceptable(target_logits, torch.where(index >= 0, drafts, -1), rows, owner, index, counts)
-    return drafts.masked_fill(local.to(torch.int64) > acceptable[owner], -1)
-
-
 def v2_synthetic_rejection_sample(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                                   num_speculative_steps, synthetic_conditional_rates):
     """V2's ``rejection_sample`` as its model runner calls it (§17), one request state per
-    request (``idx_mapping`` the identity) and no draft logits, after the runner's grammar step
-    (:func:`_v2_grammar_step`). A version whose sampler takes ``skip_masked_vocab_blocks``
+    request (``idx_mapping`` the identity) and no draft logits, the drafts as given (0.33's
+    runner cut a grammar's refusals before, in ``RejectionSampler.__call__``:
+    ``--refused-drafts runner``). A version whose sampler takes ``skip_masked_vocab_blocks``
     (0.34) is told whether any logit is masked, as its runner does for a request with a grammar."""
     rejection_sample = find("v2_synthetic_rejection_sample", "rejection_sample")
     device = target_logits.device
@@ -211,7 +195,7 @@ def v2_synthetic_rejection_sample(*, target_logits, draft_sampled, cu_num_logits
     owner = torch.repeat_interleave(torch.arange(requests, device=device), sizes)
     local = (torch.arange(owner.shape[0], device=device) - cu[:-1].to(torch.int64)[owner]).to(torch.int32)
     logits = target_logits.to(torch.float32).contiguous()
-    drafts = _v2_grammar_step(logits, draft_sampled.to(torch.int64), cu, owner, local).contiguous()
+    drafts = draft_sampled.to(torch.int64).contiguous()
     masked = {}
     if "skip_masked_vocab_blocks" in inspect.signature(rejection_sample).parameters:
         masked["skip_masked_vocab_blocks"] = bool(torch.isneginf(logits).any())

@@ -479,7 +479,7 @@ def seeded_request_uses_the_default_generator(*, draft_token_ids, num_draft_toke
 @register("mask", "vllm_a_token_the_target_forbids_is_never_emitted")
 def v1_accepts_refused_drafts(*, draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
                               generators, synthetic_conditional_rates):
-    """Accepts a draft whose processed target logit is -inf at its rate, as if the target allowed it (V1's kernels without its scheduler's grammar check)."""
+    """Accepts a draft whose processed target logit is -inf at its rate, as if the target allowed it (vLLM 0.33's V1 kernels, handed a refused draft its scheduler would have cut: --refused-drafts sampler)."""
     counts, device = list(num_draft_tokens), target_logits.device
     uniforms = ref.v1_uniforms(counts, generators, device)
     return _v1(counts, draft_token_ids, target_logits, bonus_token_ids, is_greedy, synthetic_conditional_rates,
@@ -568,7 +568,7 @@ def _v2_walk_reading_no_logit(target_logits, drafts, start, logit, real, pos, te
 @register("mask", "vllm_a_token_the_target_forbids_is_never_emitted")
 def v2_accepts_refused_drafts(*, target_logits, draft_sampled, cu_num_logits, pos, temperature, seed,
                               num_speculative_steps, synthetic_conditional_rates):
-    """Accepts any draft >= 0 at its rate, whatever the target's processed logit there: -inf (a grammar's mask) included (vLLM 0.34.0's synthetic mode)."""
+    """Accepts any draft >= 0 at its rate, whatever the target's processed logit there: -inf (a grammar's mask) included (vLLM 0.33's and 0.34.0's synthetic mode; 0.34's runner leaves the refused draft to it)."""
     start, logit, real, drafts = ref2.grid(draft_sampled, cu_num_logits, num_speculative_steps)
     return _v2_walk_reading_no_logit(target_logits, drafts, start, logit, real, pos, temperature, seed,
                                      synthetic_conditional_rates)

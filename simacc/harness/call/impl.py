@@ -57,6 +57,7 @@ class Implementation:
     fixed_token_id: int = DEFAULT_FIXED_TOKEN_ID
     changed_at_import: tuple = ()  # process state its import changed (restored; simacc.harness.call.process_state)
     modified_at_import: tuple = ()  # harness objects its import replaced (put back; simacc.harness.call.tamper)
+    refused_drafts: str = contracts.REFUSED_DRAFTS[0]  # vLLM's samplers: who keeps them from being accepted (§15.4)
 
     @property
     def record(self):
@@ -312,14 +313,17 @@ def forwards_keywords(fn):
     return any(p.kind == p.VAR_KEYWORD for p in params) and not {p.name for p in params} & known
 
 
-def load(spec, contract=None, level="exact", fixed_token_id=None):
+def load(spec, contract=None, level="exact", fixed_token_id=None, refused_drafts=contracts.REFUSED_DRAFTS[0]):
     """The :class:`Implementation` named by ``spec``, checked against ``contract`` at
     ``level``, its fixed mode expected to write ``fixed_token_id`` (None: the default, 100
-    unless ``SGLANG_SIMULATE_ACC_TOKEN_ID`` says otherwise)."""
+    unless ``SGLANG_SIMULATE_ACC_TOKEN_ID`` says otherwise), a vLLM sampler called as a runner
+    that leaves ``refused_drafts`` to the sampler or cuts them itself (CONTRACT.md §15.4)."""
     if contract is not None and contract not in contracts.CONTRACTS:
         raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
     if level not in contracts.LEVELS:
         raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
+    if refused_drafts not in contracts.REFUSED_DRAFTS:
+        raise ImplError(f"unknown --refused-drafts {refused_drafts!r}; expected one of {contracts.REFUSED_DRAFTS}")
     (fn, source), changed, modified = _guarded_import(spec, contract)
     try:
         chosen, style = infer_style(fn, contract)
@@ -331,7 +335,8 @@ def load(spec, contract=None, level="exact", fixed_token_id=None):
         from simacc.contract import caller
 
         fixed_token_id = caller.DEFAULT_TOKEN_ID
-    return Implementation(spec, fn, chosen, style, source, how, level, fixed_token_id, changed, modified)
+    return Implementation(spec, fn, chosen, style, source, how, level, fixed_token_id, changed, modified,
+                          refused_drafts)
 
 
 def prepare():

@@ -15,6 +15,9 @@ TOKEN_MODES = ("fixed", "real-draft-token")
 VLLM_KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a vLLM settings case gives
 VLLM_REQUESTS = ("greedy", "random", "mixed")  # which requests of a vLLM batch (or a DSpark bonus's) sample
 LEVELS = ("exact", "semantic")
+# who keeps a draft its grammar refuses from being accepted in vLLM's samplers (CONTRACT.md §15.4): the sampler
+# (vLLM 0.34 on: its runner passes the draft on) or the runner (vLLM 0.33: -1 from it on, before the sampler)
+REFUSED_DRAFTS = ("sampler", "runner")
 METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
 
 EAGLE_PARAMS = ("accept_index", "predict", "num_correct_drafts", "candidates", "target_predict", "bs", "spec_steps",
@@ -68,6 +71,12 @@ class Contract:
     def writes_a_fixed_id(self):
         """Whether its implementations have a fixed token mode, and so a fixed id (sglang's)."""
         return "fixed" in self.modes
+
+    @property
+    def samples_drafts_against_logits(self):
+        """Whether it walks drafts against the target's processed logits, whose -inf entries a
+        grammar writes (vLLM's samplers): where ``--refused-drafts`` applies (CONTRACT.md §15.4)."""
+        return "target_logits" in self.params and bool({"draft_token_ids", "draft_sampled"} & set(self.params))
 
     def accepts(self, case):
         """Whether an implementation of this contract can be asked ``case``."""
@@ -161,6 +170,14 @@ def fixed_id_text(contract, token_id, source=None):
     if contract is not None and not get(contract).writes_a_fixed_id:
         return ""
     return f"; fixed token id {token_id}" + (f" ({source})" if source else "")
+
+
+def refused_drafts_text(contract, who):
+    """``; refused drafts cut by the runner`` for a header of vLLM's samplers checked so, else nothing."""
+    if contract is None or not get(contract).samples_drafts_against_logits:
+        return ""
+    who = "cut by the runner" if who == "runner" else "reach the sampler"
+    return f"; refused drafts {who} (§15.4)"
 
 
 def get(name):

@@ -203,6 +203,10 @@ OPTIONS = {
         Option("fixed_token_id", fixed_token_id, "the id fixed mode must write, in every contract (default 100; "
                "sglang-jax writes 32): the id the implementation is built or set to write; it sets nothing in it",
                "N", fallback="SGLANG_SIMULATE_ACC_TOKEN_ID"),
+        Option("refused_drafts", _choice(contracts.REFUSED_DRAFTS), "vLLM's samplers: who keeps a draft the "
+               "request's grammar refuses from being accepted (CONTRACT.md §15.4): sampler (default; vLLM 0.34 on, "
+               "whose runner passes it on) or runner (vLLM 0.33, whose runner makes it and the drafts after it -1 "
+               "before the sampler: the cases then come so)", "WHO"),
         Option("tokenizer", _path, "the served model's tokenizer.json (read locally, never fetched): check that the "
                "fixed id decodes to visible text in it (needs the tokenizers package)", "PATH"),
         Option("xfails", _path, "file of property ids expected to fail, one a line, '#' comments", "FILE"),
@@ -235,6 +239,7 @@ class Settings:
     seed: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     fixed_token_id: int | None = None  # None: nothing set it, so 100
+    refused_drafts: str = contracts.REFUSED_DRAFTS[0]
     tokenizer: Path | None = None  # the served model's tokenizer.json, absolute
     xfails: Path | None = None
     repro_dir: Path = Path(REPRO_DIR)

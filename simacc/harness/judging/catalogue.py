@@ -9,8 +9,11 @@ A body takes ``simacc``, a :class:`~simacc.harness.call.runner.Runner` (the impl
 test on one device, with the session's Hypothesis settings), and its drawn arguments. Its
 Hypothesis test is built each time it runs, from the strategies for the implementation under
 test (a strategy may be a function of the implementation: a legacy one has no real mode) and
-the runner's settings. So simacc's profiles reach simacc's properties and nothing else, and
-nothing about a session is fixed when a property module is imported.
+the runner's settings (:meth:`Property.hypothesis_test`). So simacc's profiles reach simacc's
+properties and nothing else, and nothing about a session is fixed when a property module is
+imported. The pytest plugin gives each collected item the same test, built for its
+implementation and device, so that Hypothesis's own tools (``-m hypothesis``, HypoFuzz) take
+the item for the Hypothesis test it is; pytest still runs the record (:meth:`Property.run`).
 
 A stateful property (``machine=True``: the serving loop, CONTRACT.md §11.2) has a body that
 returns a Hypothesis ``RuleBasedStateMachine`` for the runner; Hypothesis runs programs of
@@ -43,7 +46,8 @@ class Property:
     given one parametrization's arguments, narrows the contracts to those it applies to.
     ``across_contexts``: it runs in every grad mode selected, not only the first
     (:mod:`simacc.harness.config.grad_modes`). ``machine``: a stateful property, whose body returns
-    a state machine (see the module). ``test`` is the function pytest collects.
+    a state machine (see the module). ``test`` is the function pytest collects (its item then
+    holds the property's Hypothesis test, :meth:`hypothesis_test`).
     ``applies_when``, given one parametrization's arguments, says why it does not apply to
     them (a setting it needs was not given), or None. ``first``: it runs before every other
     property of a session (known failures before random ones). ``recorded_as``, given one
@@ -170,12 +174,13 @@ class Property:
             if outer is not None:
                 outer(statistics)
 
-        if self.machine:
-            from simacc.harness.config import profiles
+        from simacc.harness.config import profiles
 
-            tests, generates = [self._programs(runner, runner.hypothesis or profiles.for_session("default"))], True
+        chosen = runner.hypothesis or profiles.for_session("default")
+        if self.machine:
+            tests, generates = [self._programs(runner, chosen, params)], True
         else:
-            tests, generates = self._hypothesis_tests(runner, params)
+            tests, generates = self._hypothesis_tests(runner, chosen, params)
         try:
             with collector.with_value(note):
                 for test in tests:
@@ -194,7 +199,34 @@ class Property:
         finally:
             runner.examples = sum(counts) if counts else None
 
-    def _hypothesis_tests(self, runner, params):
+    def hypothesis_test(self, impl, device, params, chosen, seed=None):
+        """The property's Hypothesis test for ``impl`` on ``device`` with ``params`` (one
+        parametrization's arguments) under the settings ``chosen``, seeded with ``seed``:
+        ``@given`` its strategies for ``impl``, of the body under :meth:`example_key`,
+        called as ``test(simacc=runner, **params)``. The plugin gives it to each collected
+        item, where Hypothesis's own tools find it (``-m hypothesis``, HypoFuzz's
+        ``hypothesis fuzz``); a stateful property's is a program of its machine (a share of
+        the examples, :data:`STEPS` steps at most)."""
+        import hypothesis
+
+        key = self.example_key(impl, device, params)
+        if self.machine:
+            from hypothesis import strategies as st
+
+            examples = chosen.max_examples
+            programs = max(min(MIN_PROGRAMS, examples), examples // PROGRAM_SHARE)
+            # one bug reported: the program the runner keeps for the repro file is the one that failed
+            chosen = hypothesis.settings(chosen, max_examples=programs, stateful_step_count=STEPS,
+                                         report_multiple_bugs=False)
+            test = hypothesis.given(data=st.data())(_Keyed(self.body, key, machine=chosen))
+        else:
+            test = hypothesis.given(**self.strategies(impl))(_Keyed(self.body, key))
+        test = chosen(test)
+        test = test if seed is None else hypothesis.seed(seed)(test)
+        test.simacc_property = self  # what the plugin knows the item by (plugin.fixtures.item_property)
+        return test
+
+    def _hypothesis_tests(self, runner, chosen, params):
         """``(tests, generates)``: the Hypothesis tests one run is, in order, and whether they
         generate examples (``replay`` only replays the database). A seeded run is two tests:
         Hypothesis keeps no database for a seeded test, so the database's examples come first,
@@ -203,12 +235,8 @@ class Property:
 
         from simacc.harness.config import profiles
 
-        chosen = runner.hypothesis or profiles.for_session("default")
-        strategies = self.strategies(runner.impl)
-
         def built(under, seed=None):
-            test = under(hypothesis.given(**strategies)(self._keyed(runner, params)))
-            return test if seed is None else hypothesis.seed(seed)(test)
+            return self.hypothesis_test(runner.impl, runner.device, params, under, seed)
 
         generates = hypothesis.Phase.generate in chosen.phases
         seed = runner.seed if generates else None  # a seed picks generated examples, nothing else
@@ -217,61 +245,34 @@ class Property:
             tests.insert(0, built(hypothesis.settings(chosen, phases=profiles.REPLAY)))
         return tests, generates
 
-    def example_key(self, runner, params):
-        """What, besides the body's source, keys this run's examples in the database (bytes):
-        the property and its parameters, and the implementation under test by name,
-        contract and level on a kind of device. Never a path: a file IMPL is named by its
-        file's name, so runners with different checkouts share one key."""
+    def example_key(self, impl, device, params):
+        """What, besides the body's source, keys the examples of ``impl`` on ``device`` with
+        ``params`` in the database (bytes): the property and its parameters, and the
+        implementation under test by name, contract and level on a kind of device. Never a
+        path: a file IMPL is named by its file's name, so runners with different checkouts
+        share one key."""
         from simacc.harness.call.impl import parse
 
-        impl = runner.impl
         where, attribute, _ = parse(impl.spec)
         name = where.replace("\\", "/").rpartition("/")[2] + ":" + attribute
-        kind = str(runner.device).split(":")[0]
+        kind = str(device).split(":")[0]
         return repr((self.id, sorted((k, repr(v)) for k, v in params.items()), name, impl.contract, impl.level,
                      kind)).encode()
 
-    def _keyed(self, runner, params):
-        """The body, for Hypothesis to run, under :meth:`example_key`. Hypothesis keys a test
-        by its function's source (and signature), the same for every implementation and
-        device: a failure on CUDA would then be replayed on the CPU, pass there, and be
-        deleted from a shared database. Hypothesis's pytest plugin keys each parametrization
-        of a test the same way (``_hypothesis_internal_add_digest``, added to the source)."""
-        body = self.body
-
-        @functools.wraps(body)
-        def keyed(**kwargs):
-            __tracebackhide__ = True
-            return body(**kwargs)
-
-        keyed._hypothesis_internal_add_digest = self.example_key(runner, params)
-        return keyed
-
-    def _programs(self, runner, chosen):
-        """The stateful property's Hypothesis test: programs of its machine under ``chosen``
-        (a share of its examples, :data:`STEPS` steps at most), called as ``test(**params)``."""
+    def _programs(self, runner, chosen, params):
+        """The stateful property's run: its machine's fixed programs (knobs chosen where a
+        check is most sensitive) as explicit examples, then its Hypothesis test."""
         import hypothesis
-        from hypothesis.stateful import run_state_machine_as_test
 
-        def machine():
-            return self.body(simacc=runner)
+        test = self.hypothesis_test(runner.impl, runner.device, params, chosen, runner.seed)
 
-        machine._hypothesis_internal_add_digest = self.id.encode()  # its own entries in the example database
-        if runner.seed is not None:
-            machine = hypothesis.seed(runner.seed)(machine)
-        examples = chosen.max_examples
-        programs = max(min(MIN_PROGRAMS, examples), examples // PROGRAM_SHARE)
-        # one bug reported: the program the runner keeps for the repro file is the one that failed
-        chosen = hypothesis.settings(chosen, max_examples=programs, stateful_step_count=STEPS,
-                                     report_multiple_bugs=False)
-
-        def test(**params):
-            if hypothesis.Phase.explicit in chosen.phases:  # its fixed programs, as explicit examples
+        def programs(**kwargs):
+            if hypothesis.Phase.explicit in chosen.phases:
                 for program in self.body(simacc=runner).fixed_programs():
                     self.body(simacc=runner).replay(program)
-            run_state_machine_as_test(machine, settings=chosen)
+            test(**kwargs)
 
-        return test
+        return programs
 
     def replay(self, runner, case):
         """Run the body on ``case``; the exception it raised, or None. A stateful property
@@ -318,6 +319,57 @@ class Property:
                 cases.append((pid, dict(zip(names, shown))))
             found = [(f"{a}-{b}".strip("-"), {**ka, **kb}) for a, ka in found for b, kb in cases]
         return found
+
+
+class _Keyed:
+    """A property's body as Hypothesis runs it, keyed by :meth:`Property.example_key`.
+
+    Hypothesis keys a test by its function's source and signature (the body's, through
+    ``__wrapped__``) and ``_hypothesis_internal_add_digest``: here the example key, since the
+    source is the same for every implementation and device, and a failure found on CUDA
+    would be replayed on the CPU, pass there, and be deleted from a shared database.
+    Hypothesis's pytest plugin and HypoFuzz set that attribute to the item's node id, which
+    names neither the implementation nor the kind of device, so it stays the example key:
+    a find of HypoFuzz's is then stored where ``simacc check`` and ``repro`` replay it.
+
+    Called with the body's arguments; a ``simacc_context`` (the grad mode, which HypoFuzz
+    passes on from the item's parameters) is the runner's already. With ``machine`` (the
+    settings of a stateful property's programs) it takes Hypothesis's ``data`` and runs one
+    program of the machine the body returns, as ``run_state_machine_as_test`` would."""
+
+    def __init__(self, body, key, machine=None):
+        functools.update_wrapper(self, body)
+        self.__code__ = body.__code__  # where Hypothesis and pytest say the test is: the body's file and line
+        self._key, self._program, self._arguments = key, None, {}
+        signature = inspect.signature(body)
+        if machine is not None:
+            from hypothesis.stateful import get_state_machine_test
+
+            self._program = get_state_machine_test(self._machine, settings=machine).hypothesis.inner_test
+            data = inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            signature = signature.replace(parameters=[*signature.parameters.values(), data])
+        self.__signature__ = signature
+
+    @property
+    def _hypothesis_internal_add_digest(self):
+        return self._key
+
+    @_hypothesis_internal_add_digest.setter
+    def _hypothesis_internal_add_digest(self, node_id):
+        pass  # the example key stays (see the class)
+
+    def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True
+        kwargs.update(zip(self.__signature__.parameters, args))  # Hypothesis passes what it can by position
+        kwargs.pop("simacc_context", None)
+        if self._program is None:
+            return self.__wrapped__(**kwargs)
+        data = kwargs.pop("data")
+        self._arguments = kwargs
+        return self._program(data)
+
+    def _machine(self):
+        return self.__wrapped__(**self._arguments)
 
 
 def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,

@@ -98,13 +98,20 @@ def cdf_test(values, probabilities, false_alarm=FALSE_ALARM, support=None):
     the support, or one the law gives probability 0, fails whatever its count. The result names
     the point furthest outside its band (the furthest in, when every point passes)."""
     support = list(range(1, len(probabilities) + 1)) if support is None else list(support)
-    runs = len(values)
     index = {value: i for i, value in enumerate(support)}
     counts = [0] * len(support)
     for value in values:
         if value not in index:
-            return CdfTest(False, value, 1.0 / max(runs, 1), 0.0, 0.0, 0.0, runs)
+            return CdfTest(False, value, 1.0 / max(len(values), 1), 0.0, 0.0, 0.0, len(values))
         counts[index[value]] += 1
+    return counts_test(counts, probabilities, false_alarm, support)
+
+
+def counts_test(counts, probabilities, false_alarm=FALSE_ALARM, support=None):
+    """:func:`cdf_test` of draws given as ``counts[i]``, the draws of ``support[i]``: what a
+    histogram or a stream of draws too long to keep can be judged by."""
+    support = list(range(1, len(probabilities) + 1)) if support is None else list(support)
+    runs = sum(counts)
     for i, p in enumerate(probabilities):
         if p == 0.0 and counts[i]:
             return CdfTest(False, support[i], counts[i] / runs, 0.0, 0.0, 0.0, runs)
@@ -179,6 +186,15 @@ def mean_interval(values, low, high, false_alarm=FALSE_ALARM):
     log_term = math.log(4 / false_alarm)
     half = math.sqrt(2 * variance * log_term / n) + 7 * (high - low) * log_term / (3 * (n - 1))
     return max(float(low), mean - half), min(float(high), mean + half)
+
+
+def bernstein_limit(variance, bound, false_alarm=FALSE_ALARM):
+    """The ``t`` that a sum of independent zero-mean terms, of summed variance ``variance`` and
+    each at most ``bound`` in size, exceeds in size (``|S| >= t``) with probability at most
+    ``false_alarm``: Bernstein's inequality ``2 exp(-t^2 / (2 V + 2 b t / 3))`` solved for ``t``."""
+    log_term = math.log(2 / false_alarm)
+    third = bound * log_term / 3
+    return third + math.sqrt(third * third + 2 * variance * log_term)
 
 
 def count_limit(probabilities, false_alarm=FALSE_ALARM):

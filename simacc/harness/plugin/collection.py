@@ -5,6 +5,7 @@ marked. Every decision about a test before it runs is here.
 """
 
 import importlib
+import sys
 
 import pytest
 
@@ -165,8 +166,46 @@ def pytest_collection_modifyitems(session, config, items):
     if st.deselected:
         stream.emit(st.stream, "not_applicable", items=st.deselected)
     _mark_xfails(config, [item for item in items if item in keep])
+    if st.impl_error is None:
+        _give_hypothesis_tests(st, [item for item in items if item in keep])
     first = [item for item in items if item in keep and item_property(item).first]
     items[:] = first + [item for item in items if item not in first]  # known failures before random ones
+
+
+def _give_hypothesis_tests(st, items):
+    """Each item of a property that draws holds its Hypothesis test for this implementation
+    and device under the session's settings (``Property.hypothesis_test``), marked
+    ``hypothesis`` as Hypothesis's plugin marks one: ``-m hypothesis`` selects it, and HypoFuzz
+    (``hypothesis fuzz -- --pyargs simacc.properties ...``) fuzzes it. pytest itself runs the
+    property's record (:func:`pytest_pyfunc_call`). HypoFuzz fuzzes only tests whose database
+    is Hypothesis's default, and keeps its finds there: in its run, the session's database
+    becomes that default."""
+    for item in items:
+        prop = item_property(item)
+        if prop.is_hypothesis_test:
+            item.obj = prop.hypothesis_test(implementation_of(item), item.callspec.params["simacc"], item_params(item),
+                                            st.hypothesis, st.seed)
+            if item.get_closest_marker("hypothesis") is None:  # Hypothesis's plugin may have looked before
+                item.add_marker("hypothesis")
+    detection = sys.modules.get("hypofuzz.detection")  # imported by HypoFuzz's command, never here
+    if detection is not None and detection.in_hypofuzz_run():
+        import hypothesis
+
+        hypothesis.settings.register_profile("simacc-hypofuzz", parent=hypothesis.settings.default,
+                                             database=st.hypothesis.database)
+        hypothesis.settings.load_profile("simacc-hypofuzz")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A property runs through its record (``Property.run``: the database's examples first
+    when seeded, a stateful property's fixed programs, the examples counted, the process
+    checked afterwards), whatever test its item holds for Hypothesis's tools."""
+    prop = item_property(pyfuncitem)
+    if prop is None:
+        return None
+    prop.run(pyfuncitem.funcargs["simacc"], **item_params(pyfuncitem))
+    return True
 
 
 def _context(item, chosen):

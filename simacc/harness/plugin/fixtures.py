@@ -112,7 +112,7 @@ def load(config):
         return
     watch.beat(IMPORT_LIMIT * chosen.timeout)  # a supervisor ends an import that never finishes
     try:
-        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id)
+        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id, chosen.refused_drafts)
     except impl.ImplError as e:
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
@@ -167,6 +167,10 @@ def simacc(request, simacc_context):
     with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
                 capture=capture, context=simacc_context) as runner:
         yield runner
+    # HypoFuzz sets an item up again after tearing it down, and pytest then fills only the
+    # fixtures its funcargs lack: a runner left there is a closed one (HypoFuzz 25.11.1 stops)
+    for name in ("simacc", "simacc_context"):
+        (request.node.funcargs or {}).pop(name, None)
 
 
 def implementation_of(item):
