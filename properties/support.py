@@ -21,7 +21,7 @@ from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal, describe
 from simacc.harness.judging.distributions import Distribution
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import EagleCase, TensorArg, seeded
 
 # -- strategies for the implementation under test ------------------------------------------
 
@@ -201,14 +201,14 @@ def observed_lengths(outcome):
 
 
 def documented_draws(case):
-    """``(L, state, draws)``: the CPU generator seeded with ``case.seed`` and the draws CONTRACT.md
+    """``(L, state, draws)``: the CPU generator seeded from ``case.seed`` as for a call (``seeded``) and the draws CONTRACT.md
     §3 documents made by hand, the ``L`` they give (None where §3.5 raises), the generator's
     state after them and how many there were. Written apart from the reference's sampler (which
     ``case.expected_length()`` runs), so that the exact level's length claim holds any sampler,
     simacc's own included, to §3's words."""
     x, method, max_len = case.simulate_acc_len, case.simulate_acc_method, case.max_len
     with torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(case.seed)
+        seeded(torch.default_generator, case.seed)
         if method == "multinomial":
             value = torch.normal(mean=x, std=1.0, size=(1,), device="cpu").item()  # float32, as drawn
             length = round(min(max(value, 1.0), max_len)) if value == value else None  # half to even

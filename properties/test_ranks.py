@@ -5,8 +5,9 @@ draws and the same bytes.
 The property keeps two ranks for the whole test (:func:`simacc.harness.sessions.ranks.of`),
 one a copy of the test's process and one a new interpreter, and sends each drawn case to both,
 so the ranks make the same sequence of calls from their first: an implementation that draws
-from the operating system, the clock, its process id, an address, a string's hash or an
-unseeded generator gives them different draws, at either level; one that reseeds torch's
+from the operating system, the clock, its process id, an address, a string's hash, an
+unseeded generator or its rank gives them different draws, at either level (each rank is
+launched with its identity and a wall clock of its own, :mod:`simacc.harness.sessions.ranks`); one that reseeds torch's
 generator from the operating system leaves them in different states. The ranks are the
 processes whose first call simacc sees (the session's first call is another property's): at
 the exact level, a contract whose draws §3 documents makes exactly those there too (§11.4).

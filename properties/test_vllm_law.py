@@ -27,7 +27,7 @@ from simacc.harness.config import devices
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import TensorArg
+from simacc.harness.model.cases import TensorArg, seeded
 from simacc.properties import support, vllm
 from simacc.strategies import vllm as sv
 
@@ -206,15 +206,15 @@ def test_vllm_a_seeded_request_reproduces_whatever_else_is_in_the_batch(simacc, 
 
 
 def v1_draws(case, device):
-    """§16.2's calls, by hand, from the device's default generator seeded with ``case.seed``:
+    """§16.2's calls, by hand, from the device's default generator seeded from ``case.seed`` as for a call:
     ``(uniforms, exponentials or None, generators, the default generator's state after)``;
     the generator's state is put back."""
     default = devices.default_generator(device)
     before = default.get_state()
-    default.manual_seed(case.seed)
+    seeded(default, case.seed)
     counts = case.counts
     uniforms = torch.rand((sum(counts),), dtype=torch.float64, device=device)
-    generators = {r: torch.Generator(device).manual_seed(s) for r, s in enumerate(case.generator_seeds.values.tolist())
+    generators = {r: seeded(torch.Generator(device), s) for r, s in enumerate(case.generator_seeds.values.tolist())
                   if s >= 0}
     starts = [sum(counts[:r]) for r in range(len(counts))]
     for r, g in generators.items():

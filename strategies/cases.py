@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import simacc as sa
 from simacc.contract.sampling import METHODS, sample_simulated_acc_len
-from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg
+from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg, seeded
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
 
@@ -215,7 +215,7 @@ def _at_the_draws_edge(seed, method, width):
     with torch.random.fork_rng(devices=[]):
 
         def drawn(x):
-            torch.default_generator.manual_seed(seed)
+            seeded(torch.default_generator, seed)
             return sample_simulated_acc_len(x, method, width)
 
         near = _near_the_edge(seed, method, k)
@@ -370,7 +370,7 @@ def _near_the_edge(seed, method, k):
     about 1e-7): ``multinomial`` without replacement takes the larger of each weight over an
     exponential, and ``normal`` adds a standard normal. Only a start: the bisection checks it
     against the sampler itself and starts from afar when it is off."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = seeded(torch.Generator(), seed)
     if method == "match-expected":
         first, second = torch.empty(2).exponential_(generator=gen).tolist()
         return k + second / (first + second)

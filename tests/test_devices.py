@@ -101,6 +101,7 @@ def test_a_call_on_cuda_has_that_devices_generator_seeded_from_the_case(monkeypa
     stand-in for CUDA's generator here; V2 draws from its own seeds, so only the CPU's is seeded."""
     from simacc.harness.call import impl
     from simacc.harness.call.runner import Runner
+    from simacc.harness.model.cases import seeded
 
     cuda = torch.Generator()
     monkeypatch.setattr(torch.cuda, "default_generators", (cuda,))
@@ -108,6 +109,6 @@ def test_a_call_on_cuda_has_that_devices_generator_seeded_from_the_case(monkeypa
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     runner = Runner(impl.reference("vllm_v1"), "cuda")
     runner._seed(7, runner._generators("cuda"))
-    assert torch.equal(cuda.get_state(), torch.Generator().manual_seed(7).get_state())
+    assert torch.equal(cuda.get_state(), seeded(torch.Generator(), 7).get_state())
     assert runner._generators("cpu") == (torch.default_generator,)
     assert Runner(impl.reference("vllm_v2", "semantic"), "cuda")._generators("cuda") == (torch.default_generator,)

@@ -2,6 +2,7 @@
 from the signature, and calling it in that signature's style."""
 
 import inspect
+import os
 import sys
 import textwrap
 from importlib import metadata
@@ -180,3 +181,30 @@ def test_the_version_is_the_modules_own_else_its_packages_else_its_installed_dis
     # hypothesis imports its __version__ from a module of its own: no literal, so its distribution's
     assert impl.locate("hypothesis.strategies:integers")[1] == metadata.version("hypothesis")
     assert impl.locate("simacc_selftest_missing.module:f") == ("module simacc_selftest_missing.module, not found", "")
+
+
+@pytest.mark.parametrize(("contract", "seen"), [
+    (None, "3 match-expected fixed"),  # before its signature says which: sglang's, as any server but vLLM's sets them
+    ("eagle", "3 match-expected fixed"),
+    ("vllm_v1", "- - -"),  # vLLM's knobs are its config's
+])
+def test_the_import_runs_in_the_environment_of_the_server_that_imports_it(isolated, monkeypatch, contract, seen):
+    """A module that reads sglang's simulation settings at import sees them set as a server
+    that simulates acceptance sets them (CONTRACT.md §5.4), and they are put back after."""
+    for name in contracts.SGLANG_SIMULATION:
+        monkeypatch.delenv(name, raising=False)
+    write(isolated, "reads_env.py", f"""\
+        import os
+        SEEN = " ".join(os.environ.get(name, "-") for name in {contracts.SGLANG_SIMULATION!r})
+
+        def synthetic_rejection_sample(draft_token_ids, num_draft_tokens, target_logits, bonus_token_ids, is_greedy,
+                                       generators, synthetic_conditional_rates):
+            pass
+
+        def generate({EAGLE}):
+            pass
+    """)
+    target = "synthetic_rejection_sample" if contract == "vllm_v1" else "generate"
+    loaded = impl.load(f"reads_env.py:{target}", contract)
+    assert sys.modules[loaded.fn.__module__].SEEN == seen
+    assert not {name for name in contracts.SGLANG_SIMULATION if name in os.environ}

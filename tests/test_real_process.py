@@ -7,6 +7,7 @@ they go through the commands, as a user runs them.
 """
 
 import functools
+import os
 import subprocess
 import sys
 import textwrap
@@ -111,6 +112,22 @@ def test_ranks_that_draw_different_lengths_say_so(entry):
     assert result.status == Status.FAIL
     assert result.message.startswith("AssertionError: rank 0 drew L=") and ", rank 1 drew L=" in result.message
     assert "for the same inputs and seed" in result.message
+
+
+def test_each_rank_is_launched_with_its_identity_and_a_clock_of_its_own():
+    """As torchrun launches its workers: ``RANK`` and the rest in each rank's environment, and a
+    process group in which ``get_rank()`` is the rank's; rank 1's wall clock :data:`ranks.CLOCK_SHIFT`
+    ahead of rank 0's, its monotonic clock (the heartbeat's) as it is; none of it in this process."""
+    both = ranks.Ranks(impl.reference("eagle"), "cpu", None, 30)
+    try:
+        assert both._all("os:getenv", "RANK", limit=60) == ["0", "1"]
+        assert both._all("os:getenv", "WORLD_SIZE", limit=60) == ["2", "2"]
+        assert both._all("torch.distributed:get_rank", limit=60) == [0, 1]
+        walls, monotonic = both._all("time:time", limit=60), both._all("time:monotonic", limit=60)
+        assert abs(walls[1] - walls[0] - ranks.CLOCK_SHIFT) < 5 and abs(monotonic[1] - monotonic[0]) < 5
+    finally:
+        both.close()
+    assert "RANK" not in os.environ and not torch.distributed.is_initialized()
 
 
 def test_each_rank_imports_the_implementation_anew(workdir, capsys):

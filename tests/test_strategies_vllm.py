@@ -12,7 +12,7 @@ from test_strategies import minimal, reaches
 
 from simacc.contract import vllm as ref
 from simacc.contract import vllm_v2 as ref2
-from simacc.harness.model.cases import TensorArg, V1Case, V2Case
+from simacc.harness.model.cases import TensorArg, V1Case, V2Case, seeded
 from simacc.properties import vllm
 from simacc.strategies import vllm as sv
 
@@ -150,10 +150,13 @@ def test_a_case_builds_its_arguments_on_another_device():
     assert kwargs["num_draft_tokens"] == [1] and kwargs["generators"] == {}
 
 
-def test_a_case_builds_fresh_generators_from_its_seeds():
+def test_a_case_builds_fresh_generators_from_its_seeds_that_have_drawn_since():
+    """As a server's request generators have drawn at the steps before: a port that rewinds one
+    to its seed draws from another state."""
     case = v1_case([5])
     first, second = case.args("cpu")["generators"][0], case.args("cpu")["generators"][0]
-    assert first is not second and torch.equal(first.get_state(), torch.Generator().manual_seed(5).get_state())
+    assert first is not second and torch.equal(first.get_state(), seeded(torch.Generator(), 5).get_state())
+    assert first.initial_seed() == 5 and not torch.equal(first.get_state(), torch.Generator().manual_seed(5).get_state())
 
 
 def rates(case):

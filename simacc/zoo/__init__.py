@@ -6,7 +6,7 @@ all of them; ``tests/test_zoo.py`` shows that every property rejects at least on
 in one line (the function's docstring) and the properties expected to kill it.
 """
 
-from simacc.zoo import correct, dflash, dspark, eagle, functional, kernel, legacy, process, realprocess, sampling, serving, vllm  # noqa: F401 - registers
+from simacc.zoo import correct, dflash, dspark, eagle, functional, kernel, launched, legacy, process, realprocess, sampling, serving, vllm  # noqa: F401 - registers
 from simacc.zoo.base import REGISTRY as ENTRIES
 from simacc.zoo.base import Entry
 

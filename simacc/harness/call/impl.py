@@ -8,6 +8,7 @@ raised before any test runs. Its file and version are found without running any 
 """
 
 import ast
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -323,7 +324,7 @@ def load(spec, contract=None, level="exact", fixed_token_id=None, refused_drafts
         raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
     if refused_drafts not in contracts.REFUSED_DRAFTS:
         raise ImplError(f"unknown --refused-drafts {refused_drafts!r}; expected one of {contracts.REFUSED_DRAFTS}")
-    (fn, source), changed, modified = _guarded_import(spec)
+    (fn, source), changed, modified = _guarded_import(spec, contract)
     try:
         chosen, style = infer_style(fn, contract)
     except ImplError as e:
@@ -350,15 +351,45 @@ def prepare():
     fresh.prepare()
 
 
-def _guarded_import(spec):
-    """``_import_target(spec)`` after :func:`prepare`, with the process state and the harness as
-    they were before it (docs/trust.md): ``(target, state changes, harness objects replaced)``,
-    both put back. A ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
+def server_environment(contract=None):
+    """The variables the server that imports an implementation of ``contract`` (None: of any
+    contract, the import coming before its signature says which) has set: its engine's
+    simulated acceptance switched on, with the method and token mode this check's reference
+    takes by default, and an acceptance length of 3 unless this process's environment gives one."""
+    from simacc.contract import caller
+
+    records = contracts.CONTRACTS.values() if contract is None else (contracts.CONTRACTS[contract],)
+    values = {"SGLANG_SIMULATE_ACC_LEN": os.environ.get("SGLANG_SIMULATE_ACC_LEN", "3"),
+              "SGLANG_SIMULATE_ACC_METHOD": caller.DEFAULT_METHOD,
+              "SGLANG_SIMULATE_ACC_TOKEN_MODE": caller.DEFAULT_TOKEN_MODE}
+    return {name: values[name] for record in records for name in record.server_env}
+
+
+@contextlib.contextmanager
+def _in_environment(variables):
+    """``variables`` set in this process's environment, and put back as they were after."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _guarded_import(spec, contract=None):
+    """``_import_target(spec)`` after :func:`prepare`, in the server's environment
+    (:func:`server_environment`), with the process state and the harness as they were before
+    it (docs/trust.md): ``(target, state changes, harness objects replaced)``, both put back. A
+    ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
     from simacc.harness.call import process_state, tamper
     from simacc.harness.processes.interrupts import Recorder
 
     prepare()
-    with Recorder() as ctrl_c:
+    with Recorder() as ctrl_c, _in_environment(server_environment(contract)):
         before = process_state.snapshot()
         try:
             target = _import_target(spec)

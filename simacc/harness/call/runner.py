@@ -50,7 +50,7 @@ from simacc.harness.call.capture import Capture
 from simacc.harness.call.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
 from simacc.harness.config import devices, grad_modes
 from simacc.harness.config.settings import DEFAULT_TIMEOUT
-from simacc.harness.model import explain
+from simacc.harness.model import cases, explain
 from simacc.harness.processes import watch
 from simacc.harness.processes.interrupts import Recorder
 from simacc.harness.processes.stream import clip
@@ -236,9 +236,10 @@ class Runner:
         return found
 
     def _seed(self, seed, generators):
-        """Seed the generators the contract draws from with ``seed``."""
+        """Seed the generators the contract draws from with ``seed``, then draw from them as a
+        server's have drawn (:func:`~simacc.harness.model.cases.seeded`)."""
         for generator in generators:
-            generator.manual_seed(seed)
+            cases.seeded(generator, seed)
         if "random" in self.impl.record.draws:
             random.seed(seed)
 

@@ -30,6 +30,8 @@ METHODS = ("multinomial", "match-expected")  # a DSpark length case's mode: the 
 DSPARK_ACCEPT_PARAMS = ("candidates", "target_predict", "seq_lens", "verify_lens", "gate", "correct_len_out",
                         "bonus_out", "cap_trim_lens_out", "commit_lens_out", "new_seq_lens_out", "out_tokens_out")
 DSPARK_BONUSES = ("target", "bonus_in", "bonus_parts")  # where a DSpark accept case's bonus comes from (§21.2)
+# the variables an sglang server that simulates acceptance has set when it imports the function (CONTRACT.md §5.4)
+SGLANG_SIMULATION = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class Contract:
     # or "inputs" (a key or seeds among its arguments); empty for a layout that is handed its
     # randomness (the kernel op's L, the decision's uniforms) or draws none
     draws: tuple = ("torch",)
+    # the variables of its engine's simulated acceptance, set in the process that imports it (sglang's;
+    # vLLM's knobs are its config's, none of them in its environment: vllm 0.33, vllm/envs.py)
+    server_env: tuple = SGLANG_SIMULATION
 
     @property
     def writes_a_fixed_id(self):
@@ -116,27 +121,28 @@ CONTRACTS = {
         Contract(
             "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
             "simacc:resolve_synthetic_rates", "SettingsCase", modes=VLLM_KNOBS, draws=(),
+            server_env=(),
         ),
         Contract("vllm_conversion", ("unconditional_rates", "device"), "simacc:conditional_rates", "ConversionCase",
-                 modes=("rates",), draws=()),
+                 modes=("rates",), draws=(), server_env=()),
         Contract(
             "vllm_decision",
             ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
              "recovered_token_ids", "bonus_token_ids", "is_greedy"),
-            "simacc:synthetic_accept", "DecisionCase", modes=VLLM_REQUESTS, draws=(),
+            "simacc:synthetic_accept", "DecisionCase", modes=VLLM_REQUESTS, draws=(), server_env=(),
         ),
         Contract(
             "vllm_v1",
             ("draft_token_ids", "num_draft_tokens", "target_logits", "bonus_token_ids", "is_greedy", "generators",
              "synthetic_conditional_rates"),
-            "simacc:synthetic_rejection_sample", "V1Case", modes=VLLM_REQUESTS,
+            "simacc:synthetic_rejection_sample", "V1Case", modes=VLLM_REQUESTS, server_env=(),
         ),
         Contract(
             "vllm_v2",
             ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
              "synthetic_conditional_rates"),
             "simacc:synthetic_rejection_sample_v2", "V2Case", modes=VLLM_REQUESTS, level="semantic",
-            draws=("inputs",),
+            draws=("inputs",), server_env=(),
         ),
         # sglang's DSpark (CONTRACT.md Part III): the step's length, the simulated bonus (drawn from Python's
         # global generator) and the accept under a simulated length; no fixed mode, so no fixed id

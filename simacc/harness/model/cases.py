@@ -26,6 +26,23 @@ _INTEGERS = (torch.int32, torch.int64)
 _VLLM_FLOATS = (torch.float32, torch.float64)
 _UNIFORM_FLOATS = (torch.float16, torch.bfloat16, *_VLLM_FLOATS)  # the decision's uniforms: any float (§16.1)
 _TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
+DRAWN_SINCE_SEEDED = 4  # the draws a generator makes once seeded from a case, before the call (seeded)
+_SINKS = {}  # device: where seeded's draws land (one per device: a new tensor each call costs as much as the draws)
+
+
+def seeded(generator, seed):
+    """``generator`` seeded with ``seed`` and then drawn from :data:`DRAWN_SINCE_SEEDED` times:
+    a server's generator has drawn since it was seeded (CONTRACT.md §11.2), so a port that
+    rewinds it to its seed (``torch.manual_seed(torch.initial_seed())``) draws from another
+    state than its caller's. Every generator simacc seeds for a call, and every oracle of what
+    a call draws from it, is seeded here."""
+    generator.manual_seed(seed)
+    sink = _SINKS.get(generator.device)
+    if sink is None:
+        with torch.inference_mode(False):  # written to in every grad mode
+            sink = _SINKS[generator.device] = torch.empty(DRAWN_SINCE_SEEDED, device=generator.device)
+    sink.uniform_(generator=generator)
+    return generator
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +186,7 @@ class _Case:
         length = self.__dict__.get("_expected_length")
         if length is None:
             with torch.random.fork_rng(devices=[]):
-                torch.default_generator.manual_seed(self.seed)
+                seeded(torch.default_generator, self.seed)
                 length = sample_simulated_acc_len(self.simulate_acc_len, self.simulate_acc_method, self.max_len)
             object.__setattr__(self, "_expected_length", length)  # a cache, not a field: the case stays frozen
         return length
@@ -554,7 +571,7 @@ class V1Case(_V1Batch):
     def args(self, device):
         values = super().args(device)
         del values["generator_seeds"]
-        values["generators"] = {r: torch.Generator(device).manual_seed(s)
+        values["generators"] = {r: seeded(torch.Generator(device), s)
                                 for r, s in enumerate(self.generator_seeds.values.tolist()) if s >= 0}
         return values
 

@@ -13,11 +13,15 @@ CUDA device, both are new interpreters, with hash seeds that differ from each ot
 rank calls the implementation through a :class:`~simacc.harness.call.runner.Runner` of its own
 (the time limit, the protections, the generators its contract draws from seeded from the case),
 on the test's device and in its grad mode, and answers with what the call returned and left in
-its arguments, on the CPU, and what it changed in the rank's process. The ranks stay in step:
-they receive the same calls in the same order, and every rank's answer to a call is read, even
-where another rank failed it.
+its arguments, on the CPU, and what it changed in the rank's process. Each rank is given what a
+launcher gives it (docs/trust.md): its identity in its environment (:func:`launched`) before
+the import, a gloo process group after it, and a wall clock of its own (:data:`CLOCK_SHIFT`).
+The ranks stay in step: they receive the same calls in the same order, and every rank's answer
+to a call is read, even where another rank failed it.
 """
 
+import os
+import socket
 import weakref
 from dataclasses import dataclass
 
@@ -27,6 +31,9 @@ from simacc.harness.call.impl import parse
 from simacc.harness.processes import fresh, watch
 
 RANKS = 2
+# rank r's wall clock runs r times this far ahead of the real one (a year, a day, an hour, a minute
+# and a second and a half): whatever a salt from the clock keeps, seconds to years, differs between ranks
+CLOCK_SHIFT = 366 * 86400 + 3600 + 60 + 1.5
 _RUNNER = {}  # in a rank: the Runner of the implementation it serves
 _OF_RUNNER = weakref.WeakKeyDictionary()  # a test's runner: its ranks
 
@@ -76,8 +83,10 @@ class Ranks:
         try:
             for rank in range(RANKS):
                 self.processes.append(fresh.Process(new=rank > 0 or not copies, rank=rank))
-            self._all("simacc.harness.sessions.ranks:_start", impl.spec, impl.contract, impl.level, impl.fixed_token_id, device,
-                      context, timeout, watch.prefix(), limit=self.timeout * 4 + 60)
+            self._all("simacc.harness.sessions.ranks:_start", _free_port(), impl.spec, impl.contract, impl.level,
+                      impl.fixed_token_id, device, context, timeout, watch.prefix(), limit=self.timeout * 4 + 60,
+                      ranked=True)
+            self._all("simacc.harness.sessions.ranks:_join", limit=self.timeout + 60, ranked=True)
         except BaseException:
             self.close()
             raise
@@ -86,15 +95,15 @@ class Ranks:
         """Each rank's :class:`RankOutcome` of ``case``, in rank order."""
         return self._all("simacc.harness.sessions.ranks:_call", case, limit=self.timeout + watch.WATCHDOG_GRACE + 30)
 
-    def _all(self, target, *args, limit):
-        """Every rank's answer to ``target(*args)``, in rank order. Every answer is read before
-        a rank's failure is raised: an answer left unread would be taken for the next call's,
-        and from then on the ranks would compare different calls. A rank that died ends them
-        all; :func:`of` starts new ones at the next call."""
+    def _all(self, target, *args, limit, ranked=False):
+        """Every rank's answer to ``target(*args)`` (``ranked``: ``target(rank, *args)``), in rank
+        order. Every answer is read before a rank's failure is raised: an answer left unread
+        would be taken for the next call's, and from then on the ranks would compare different
+        calls. A rank that died ends them all; :func:`of` starts new ones at the next call."""
         sent, failure, died = [], None, False
         for rank, process in enumerate(self.processes):
             try:
-                process.send(target, *args)
+                process.send(target, *((rank,) if ranked else ()), *args)
                 sent.append((rank, process))
             except fresh.Died as e:
                 failure, died = failure or _death(rank, process, e), True
@@ -150,16 +159,93 @@ def _reraised(line, rank):
     return error(f"in rank {rank}: {message if error is not RankFailed else line}")
 
 
-def _start(spec, contract, level, fixed_token_id, device, context, timeout, prefix):
-    """(in a rank) Import the implementation anew and keep a runner for it."""
+def _free_port():
+    """A port of this host's loopback that nothing listens on now: the ranks' ``MASTER_PORT``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def launched(rank, port):
+    """The variables torchrun gives rank ``rank`` of :data:`RANKS`, one host's, whose rank 0
+    listens on ``port`` (torch 2.13: ``torch/distributed/run.py``, "Environment Variables";
+    ``local_elastic_agent.py``, ``_start_workers``), its agent's own ``TORCHELASTIC_*`` aside."""
+    ranks = str(RANKS)
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
+            "ROLE_NAME": "default", "WORLD_SIZE": ranks, "LOCAL_WORLD_SIZE": ranks, "GROUP_WORLD_SIZE": "1",
+            "ROLE_WORLD_SIZE": ranks, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+
+
+def _shift_clock(seconds):
+    """(in a rank, before the implementation is imported) Run the wall clock that Python's
+    ``time`` module reads ``seconds`` ahead: ``time()``, ``time_ns()``, ``clock_gettime`` of
+    ``CLOCK_REALTIME`` and ``CLOCK_TAI``, and the calendar functions' "now". The monotonic
+    clocks, which the harness's heartbeat reads, are left as they are."""
+    import time
+
+    real = {name: getattr(time, name) for name in ("time", "time_ns", "clock_gettime", "clock_gettime_ns",
+                                                    "localtime", "gmtime", "ctime", "asctime", "strftime")}
+    nanoseconds = int(seconds * 1e9)
+    walls = {getattr(time, name) for name in ("CLOCK_REALTIME", "CLOCK_TAI") if hasattr(time, name)}
+
+    def now(when=None):
+        return time.time() if when is None else when
+
+    time.time = lambda: real["time"]() + seconds
+    time.time_ns = lambda: real["time_ns"]() + nanoseconds
+    time.clock_gettime = lambda clock: real["clock_gettime"](clock) + (seconds if clock in walls else 0)
+    time.clock_gettime_ns = lambda clock: real["clock_gettime_ns"](clock) + (nanoseconds if clock in walls else 0)
+    time.localtime = lambda when=None: real["localtime"](now(when))
+    time.gmtime = lambda when=None: real["gmtime"](now(when))
+    time.ctime = lambda when=None: real["ctime"](now(when))
+    time.asctime = lambda when=None: real["asctime"](time.localtime() if when is None else when)
+    time.strftime = lambda form, when=None: real["strftime"](form, time.localtime() if when is None else when)
+
+
+def _start(rank, port, spec, contract, level, fixed_token_id, device, context, timeout, prefix):
+    """(in a rank) Take the rank's identity and clock, import the implementation anew and keep
+    a runner for it."""
     from simacc.harness.call import impl
     from simacc.harness.call.runner import Runner
 
+    os.environ.update(launched(rank, port))
+    if rank:
+        _shift_clock(rank * CLOCK_SHIFT)
     watch.configure(prefix)
     implementation = impl.load(spec, contract, level, fixed_token_id)
     runner = Runner(implementation, device, timeout, context=context)
     runner.__enter__()
     _RUNNER["runner"] = runner
+    dist = _distributed()
+    if rank == 0 and dist is not None:  # the group's store, listening before any rank dials it (_join)
+        _RUNNER["store"] = dist.TCPStore(os.environ["MASTER_ADDR"], port, RANKS, True, timeout=_group_timeout(),
+                                         wait_for_workers=False)
+
+
+def _distributed():
+    """``torch.distributed`` where it can make a process group not made yet, else None."""
+    import torch.distributed as dist
+
+    return dist if dist.is_available() and not dist.is_initialized() else None
+
+
+def _group_timeout():
+    import datetime
+
+    return datetime.timedelta(seconds=_RUNNER["runner"].timeout + 30)
+
+
+def _join(rank):
+    """(in a rank) Join the ranks' process group (gloo), as a server's rank does once its modules
+    are imported: ``torch.distributed.get_rank()`` is then the rank's. Rank 0 serves the store
+    it made at its start, and the others dial it where the launcher's variables say: one that
+    dialled before rank 0 listened would wait for a retry (0.7 s seen). Nothing where torch has
+    no distributed package, or the import made a group."""
+    dist = _distributed()
+    if dist is not None:
+        store = _RUNNER.get("store") or dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), RANKS,
+                                                      False, timeout=_group_timeout())
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=RANKS, timeout=_group_timeout())
 
 
 def _call(case):
