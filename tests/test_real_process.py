@@ -116,15 +116,20 @@ def test_ranks_that_draw_different_lengths_say_so(entry):
 
 def test_each_rank_is_launched_with_its_identity_and_a_clock_of_its_own():
     """As torchrun launches its workers: ``RANK`` and the rest in each rank's environment, and a
-    process group in which ``get_rank()`` is the rank's; rank 1's wall clock :data:`ranks.CLOCK_SHIFT`
-    ahead of rank 0's, its monotonic clock (the heartbeat's) as it is; none of it in this process."""
+    process group in which ``get_rank()`` is the rank's; rank 1's clocks (wall, monotonic, the
+    calendar's) :data:`ranks.CLOCK_SHIFT` ahead of rank 0's, the heartbeat's the real one; none of it in this process."""
     both = ranks.Ranks(impl.reference("eagle"), "cpu", None, 30)
     try:
         assert both._all("os:getenv", "RANK", limit=60) == ["0", "1"]
         assert both._all("os:getenv", "WORLD_SIZE", limit=60) == ["2", "2"]
         assert both._all("torch.distributed:get_rank", limit=60) == [0, 1]
-        walls, monotonic = both._all("time:time", limit=60), both._all("time:monotonic", limit=60)
-        assert abs(walls[1] - walls[0] - ranks.CLOCK_SHIFT) < 5 and abs(monotonic[1] - monotonic[0]) < 5
+        for clock in ("time:time", "time:monotonic", "time:perf_counter"):
+            readings = both._all(clock, limit=60)
+            assert abs(readings[1] - readings[0] - ranks.CLOCK_SHIFT) < 5, clock
+        nows = both._all("builtins:eval", "__import__('datetime').datetime.now()", limit=60)
+        assert abs((nows[1] - nows[0]).total_seconds() - ranks.CLOCK_SHIFT) < 5
+        beats = both._all("simacc.harness.processes.watch:_MONOTONIC", limit=60)  # the heartbeat's clock: the real one
+        assert abs(beats[1] - beats[0]) < 5
     finally:
         both.close()
     assert "RANK" not in os.environ and not torch.distributed.is_initialized()

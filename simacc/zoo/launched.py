@@ -1,6 +1,7 @@
 """Ports shaped by how a server launches its ranks (CONTRACT.md §11.7): each rank with its
 identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process group, each on
-its own clock. Three mutants let one of them into their stream, and their twins read the same
+its own clocks. Five mutants let one of them into their stream (the rank, the process group's
+rank, the wall clock, the calendar, the monotonic clock), and their twins read the same
 things for a log line only. Two modules act on the environment a server imports them in (its
 simulated acceptance configured, §5.4): registered here, each imported only by a check of it.
 Three ports rewind a generator to its seed, which a server's generators have drawn far past
@@ -12,6 +13,7 @@ caller seeds (:func:`simacc.zoo.realprocess.derives_its_stream_from_the_callers_
 draws ``L`` by the documented law from it: at the semantic level.
 """
 
+import datetime
 import logging
 import os
 import time
@@ -91,15 +93,35 @@ def salts_its_stream_with_the_clock(accept_index, predict, num_correct_drafts, c
                   simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
 
 
+@register("rank", RANKS, level="semantic")
+def salts_its_stream_with_the_calendar(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                       spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                       simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Salts its stream's seed with the hour of datetime.datetime.now(), which reads the clock in C, past time.time."""
+    return _drawn(datetime.datetime.now().hour, accept_index, predict, num_correct_drafts, candidates,
+                  target_predict, spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("rank", RANKS, level="semantic")
+def salts_its_stream_with_the_monotonic_clock(accept_index, predict, num_correct_drafts, candidates, target_predict,
+                                              bs, spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                              simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Salts its stream's seed with int(time.monotonic()), the seconds since boot, which every process of a host shares."""
+    return _drawn(int(time.monotonic()), accept_index, predict, num_correct_drafts, candidates, target_predict,
+                  spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
 @register("correct", level="semantic")
 def times_its_call_with_the_clock(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
                                   spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
                                   simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
-    """Correct at the semantic level: reads the wall clock before and after its work, for a log line of how long it took."""
-    start = time.time()
+    """Correct at the semantic level: reads the clocks (time, datetime, monotonic) before and after its work, for a log line of how long it took."""
+    start, began, tick = time.time(), datetime.datetime.now(), time.perf_counter()
     out = _drawn(0, accept_index, predict, num_correct_drafts, candidates, target_predict, spec_steps,
                  simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
-    _LOG.debug("%s: bs=%d in %.6f s", time.strftime("%H:%M:%S"), bs, time.time() - start)
+    if not isinstance(began, datetime.date) or datetime.datetime.now() < began:
+        raise AssertionError("the calendar ran backwards")
+    _LOG.debug("%s: bs=%d in %.6f s (%.6f s)", began.isoformat(), bs, time.time() - start, time.perf_counter() - tick)
     return out
 
 

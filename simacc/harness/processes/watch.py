@@ -38,6 +38,7 @@ WATCHDOG_ROOM = 20.0  # extra seconds the watchdog is armed with, so that it is 
 SUPERVISOR_MARGIN = WATCHDOG_GRACE + WATCHDOG_ROOM + 5.0  # past the limit: the watchdog had its chance
 _BEAT = struct.Struct("dd")
 _LAST_WORDS = ("watchdog", "internal", "killed")
+_MONOTONIC = time.monotonic  # the real clock, whatever a rank's shifted one reads (sessions.ranks)
 
 
 class _Process:
@@ -75,7 +76,7 @@ def beat(limit):
     """A call with time limit ``limit`` (seconds) starts now."""
     mapping = _mapping()
     if mapping is not None:
-        _BEAT.pack_into(mapping, 0, time.monotonic(), limit)
+        _BEAT.pack_into(mapping, 0, _MONOTONIC(), limit)
 
 
 def rest():

@@ -20,8 +20,11 @@ The ranks stay in step: they receive the same calls in the same order, and every
 to a call is read, even where another rank failed it.
 """
 
+import copyreg
+import datetime
 import os
 import socket
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -176,30 +179,73 @@ def launched(rank, port):
             "ROLE_WORLD_SIZE": ranks, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
 
 
+class _AsTheRealClass(type):
+    """A class that stands in for one of :mod:`datetime`'s in a rank whose clock is shifted:
+    ``isinstance`` and ``issubclass`` answer as they would for the real class, so the
+    ``datetime`` objects made anywhere else in the process still pass for its own."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, cls.__mro__[1])
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, cls.__mro__[1])
+
+
+class _Date(datetime.date, metaclass=_AsTheRealClass):
+    """:class:`datetime.date` whose ``today`` reads the shifted clock."""
+
+    @classmethod
+    def today(cls):
+        return cls.__mro__[1].fromtimestamp(time.time())
+
+
+class _Datetime(datetime.datetime, metaclass=_AsTheRealClass):
+    """:class:`datetime.datetime` whose ``now``, ``today`` and ``utcnow`` read the shifted clock."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls.__mro__[1].fromtimestamp(time.time(), tz)
+
+    @classmethod
+    def today(cls):
+        return cls.now()
+
+    @classmethod
+    def utcnow(cls):
+        return cls.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _real(cls, args):
+    """An instance of the real ``cls`` of :mod:`datetime`, unpickled: a shifted rank's
+    ``datetime`` names the stand-ins, so pickle could not find the real class by its name."""
+    return cls.__mro__[1](*args) if isinstance(cls, _AsTheRealClass) else cls(*args)
+
+
 def _shift_clock(seconds):
-    """(in a rank, before the implementation is imported) Run the wall clock that Python's
-    ``time`` module reads ``seconds`` ahead: ``time()``, ``time_ns()``, ``clock_gettime`` of
-    ``CLOCK_REALTIME`` and ``CLOCK_TAI``, and the calendar functions' "now". The monotonic
-    clocks, which the harness's heartbeat reads, are left as they are."""
-    import time
-
-    real = {name: getattr(time, name) for name in ("time", "time_ns", "clock_gettime", "clock_gettime_ns",
-                                                    "localtime", "gmtime", "ctime", "asctime", "strftime")}
+    """(in a rank, before the implementation is imported) Run every clock that Python reads
+    ``seconds`` ahead: the wall clock (``time()``, ``time_ns()``, the calendar functions' "now",
+    :mod:`datetime`'s ``now``, ``today`` and ``utcnow``) and the monotonic ones (``monotonic``,
+    ``perf_counter``), ``clock_gettime`` of every clock but a process's or thread's CPU time.
+    The heartbeat that another process reads keeps the real monotonic clock
+    (:mod:`~simacc.harness.processes.watch` took it at its import)."""
     nanoseconds = int(seconds * 1e9)
-    walls = {getattr(time, name) for name in ("CLOCK_REALTIME", "CLOCK_TAI") if hasattr(time, name)}
-
-    def now(when=None):
-        return time.time() if when is None else when
-
-    time.time = lambda: real["time"]() + seconds
-    time.time_ns = lambda: real["time_ns"]() + nanoseconds
-    time.clock_gettime = lambda clock: real["clock_gettime"](clock) + (seconds if clock in walls else 0)
-    time.clock_gettime_ns = lambda clock: real["clock_gettime_ns"](clock) + (nanoseconds if clock in walls else 0)
-    time.localtime = lambda when=None: real["localtime"](now(when))
-    time.gmtime = lambda when=None: real["gmtime"](now(when))
-    time.ctime = lambda when=None: real["ctime"](now(when))
-    time.asctime = lambda when=None: real["asctime"](time.localtime() if when is None else when)
-    time.strftime = lambda form, when=None: real["strftime"](form, time.localtime() if when is None else when)
+    own = {getattr(time, name) for name in ("CLOCK_PROCESS_CPUTIME_ID", "CLOCK_THREAD_CPUTIME_ID") if hasattr(time, name)}
+    real = {name: getattr(time, name) for name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
+                                                    "perf_counter_ns", "clock_gettime", "clock_gettime_ns",
+                                                    "localtime", "gmtime", "ctime")}
+    for name in ("time", "monotonic", "perf_counter"):
+        setattr(time, name, lambda clock=real[name]: clock() + seconds)
+        setattr(time, f"{name}_ns", lambda clock=real[f"{name}_ns"]: clock() + nanoseconds)
+    time.clock_gettime = lambda clock: real["clock_gettime"](clock) + (0 if clock in own else seconds)
+    time.clock_gettime_ns = lambda clock: real["clock_gettime_ns"](clock) + (0 if clock in own else nanoseconds)
+    for name in ("localtime", "gmtime", "ctime"):
+        setattr(time, name, lambda when=None, convert=real[name]: convert(time.time() if when is None else when))
+    real_asctime, real_strftime = time.asctime, time.strftime
+    time.asctime = lambda when=None: real_asctime(time.localtime() if when is None else when)
+    time.strftime = lambda form, when=None: real_strftime(form, time.localtime() if when is None else when)
+    for stand_in in (_Date, _Datetime):  # the real classes' instances pickle by the stand-ins' names
+        copyreg.pickle(stand_in.__mro__[1], lambda obj, cls=stand_in: (_real, (cls, obj.__reduce__()[1])))
+    datetime.date, datetime.datetime = _Date, _Datetime
 
 
 def _start(rank, port, spec, contract, level, fixed_token_id, device, context, timeout, prefix):
@@ -230,8 +276,6 @@ def _distributed():
 
 
 def _group_timeout():
-    import datetime
-
     return datetime.timedelta(seconds=_RUNNER["runner"].timeout + 30)
 
 
