@@ -45,10 +45,12 @@ def test_decision_cases_reach(what, predicate):
 
 
 def test_decision_cases_reach_a_full_servers_batch_and_then_some():
-    """The default ``max_bs`` lets a server's sizes through. Asked from 200 requests on, one comes
-    within a few draws; over the whole range they are one size in a hundred or more, and a
-    derandomized run reaches one or not as the strategy's other draws change."""
-    assert reaches(sv.decision_cases(min_bs=200), lambda b: len(b.counts) > 256)
+    """The default ``max_bs`` lets a server's sizes through. Asked from 250 requests on, one comes
+    within a few draws; from 200 on it was one draw in 58 or fewer, and a derandomized run of 300
+    missed it in a whole suite's worker while it reached it alone (Hypothesis's draws also
+    depend on what the process has imported); over the whole range they are one size in a
+    hundred or more."""
+    assert reaches(sv.decision_cases(min_bs=250), lambda b: len(b.counts) > 256)
 
 
 def test_decision_cases_are_coherent_and_valid_for_the_reference():
