@@ -180,6 +180,25 @@ def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_
     assert not (project / "simacc-regressions").exists()
 
 
+def test_the_hosts_own_tests_may_change_the_process_after_simaccs(project):
+    """The end-of-run check (§11.4, a thread a call started) spans simacc's tests only: a host's
+    test that sets torch's matmul precision after them is neither failed nor undone."""
+    (project / "tests" / "test_host_state.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        def test_sets_the_precision():
+            torch.set_float32_matmul_precision("medium")
+
+
+        def test_keeps_it():
+            assert torch.get_float32_matmul_precision() == "medium"
+        """))
+    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", *FEW, "-n", "0")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "changed the process outside its calls" not in done.stdout
+
+
 def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_is_untouched(project):
     """Neither run imports torch: the error comes before anything is collected, and a session
     that does not name simacc's properties pays nothing for simacc."""

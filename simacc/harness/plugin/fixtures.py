@@ -191,11 +191,14 @@ def implementation_of(item):
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    """After this process's last test, once its fixtures are torn down: what a thread an
-    implementation's call started changed in the process since the first call fails that
-    test, whenever the thread acted (§11.4; :func:`~simacc.harness.call.runner.check_the_end`)."""
+    """After the last of a run of simacc's tests in this process (the process's last test, or
+    one a host project's test follows), once its fixtures are torn down: what a thread an
+    implementation's call started changed in the process since the run's first call fails that
+    test, whenever the thread acted (§11.4; :func:`~simacc.harness.call.runner.check_the_end`).
+    A host's own tests are never judged: the next run of simacc's starts from the state it finds."""
     st = state(item.config)
-    if nextitem is None and st.started is not None and st.impl is not None:
+    last = nextitem is None or item_property(nextitem) is None
+    if last and st.started is not None and st.impl is not None and item_property(item) is not None:
         from simacc.harness.call.runner import check_the_end
 
         start, st.started = st.started, None
