@@ -40,7 +40,8 @@ def seeded(generator, seed):
     sink = _SINKS.get(generator.device)
     if sink is None:
         with torch.inference_mode(False):  # written to in every grad mode
-            sink = _SINKS[generator.device] = torch.empty(DRAWN_SINCE_SEEDED, device=generator.device)
+            sink = _SINKS[generator.device] = torch.empty(DRAWN_SINCE_SEEDED, dtype=torch.float32,
+                                                           device=generator.device)  # whatever the default
     sink.uniform_(generator=generator)
     return generator
 
