@@ -123,8 +123,10 @@ def _in_mode(implementation, device, properties, settings, seed, timeout, one_fa
     try:
         check_the_end(implementation, start)
     except ProcessChanged as e:
-        if results:
-            results[-1] = dataclasses.replace(results[-1], status=Status.FAIL, message=_message(e))
+        if results:  # a failure of the last property's own is kept before it
+            last = results[-1]
+            said = _message(e) if last.status != Status.FAIL else f"{last.message}; and then: {_message(e)}"
+            results[-1] = dataclasses.replace(last, status=Status.FAIL, message=said)
     return results
 
 
