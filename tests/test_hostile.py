@@ -216,6 +216,12 @@ def test_a_thread_that_changes_the_process_after_the_last_call_fails_the_session
     assert code == 1 and "float32 matmul precision highest -> high" in out, out
 
 
+def test_a_change_found_at_the_sessions_end_is_added_to_the_last_propertys_own_failure(workdir):
+    status, message = checked("miscounts_and_sets_precision_later", COUNT)[COUNT]
+    assert status == Status.FAIL and message.index("num_correct_drafts[") < message.index("and then"), message
+    assert "float32 matmul precision highest -> high" in message and torch.get_float32_matmul_precision() == "highest"
+
+
 def test_a_change_of_directory_is_put_back_after_each_call(workdir):
     got = checked("changes_directory", PROCESS, FIXED)
     assert got[PROCESS][0] == Status.FAIL and f"working directory {workdir} -> " in got[PROCESS][1]
