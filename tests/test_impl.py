@@ -1,6 +1,7 @@
 """Loading the implementation under test from an ``IMPL`` string, inferring its contract
 from the signature, and calling it in that signature's style."""
 
+import dataclasses
 import inspect
 import os
 import sys
@@ -207,4 +208,30 @@ def test_the_import_runs_in_the_environment_of_the_server_that_imports_it(isolat
     target = "synthetic_rejection_sample" if contract == "vllm_v1" else "generate"
     loaded = impl.load(f"reads_env.py:{target}", contract)
     assert sys.modules[loaded.fn.__module__].SEEN == seen
+    assert not {name for name in contracts.SGLANG_SIMULATION if name in os.environ}
+
+
+def test_each_call_runs_in_the_environment_its_server_gives_it(isolated, monkeypatch):
+    """As a server passes what its variables say, each call sees them as its own arguments are
+    (an omitted one: the default), and they are put back after (CONTRACT.md §5.4)."""
+    from simacc.harness.call.runner import Runner
+    from simacc.properties import support
+
+    for name in contracts.SGLANG_SIMULATION:
+        monkeypatch.delenv(name, raising=False)
+    write(isolated, "reads_env_at_calls.py", f"""\
+        import os
+        SEEN = []
+
+        def generate(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                     simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
+            SEEN.append(" ".join(os.environ.get(name, "-") for name in {contracts.SGLANG_SIMULATION!r}))
+    """)
+    loaded = impl.load("reads_env_at_calls.py:generate", "eagle")
+    case = support.small_case(2.5, "multinomial", 0)
+    with Runner(loaded, "cpu") as runner:
+        runner.attempt(case)
+        runner.attempt(dataclasses.replace(case, simulate_acc_method="match-expected", omitted=("simulate_acc_method",)))
+    assert sys.modules[loaded.fn.__module__].SEEN[0].startswith("2.5 multinomial ")
+    assert sys.modules[loaded.fn.__module__].SEEN[1].startswith("2.5 match-expected ")
     assert not {name for name in contracts.SGLANG_SIMULATION if name in os.environ}

@@ -3,7 +3,8 @@ identity in its environment (``RANK``, ``LOCAL_RANK``, ...) and in its process g
 its own clocks. Five mutants let one of them into their stream (the rank, the process group's
 rank, the wall clock, the calendar, the monotonic clock), and their twins read the same
 things for a log line only. Two modules act on the environment a server imports them in (its
-simulated acceptance configured, §5.4): registered here, each imported only by a check of it.
+simulated acceptance configured, §5.4): registered here, each imported only by a check of it;
+and two ports read it at each call, which a server makes in it too.
 Three ports rewind a generator to its seed, which a server's generators have drawn far past
 (§11.2): torch's, after a warm-up or at every call, and vLLM V1's per-request ones; the twin puts
 back the state its warm-up drew from.
@@ -123,6 +124,29 @@ def times_its_call_with_the_clock(accept_index, predict, num_correct_drafts, can
         raise AssertionError("the calendar ran backwards")
     _LOG.debug("%s: bs=%d in %.6f s (%.6f s)", began.isoformat(), bs, time.time() - start, time.perf_counter() - tick)
     return out
+
+
+@register("process state", "leaves_the_process_as_it_found_it")
+def high_precision_while_simulating(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                    spec_steps, simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                    simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Sets torch's float32 matmul precision to "high" on each call while SGLANG_SIMULATE_ACC_LEN is set, as it is for a simulating server's whole life, and never back."""
+    if os.environ.get("SGLANG_SIMULATE_ACC_LEN"):
+        torch.set_float32_matmul_precision("high")
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, simulate_acc_len, simulate_acc_method, simulate_acc_token_mode)
+
+
+@register("correct")
+def prefers_the_servers_settings(accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps,
+                                 simulate_acc_len, simulate_acc_method=DEFAULT_METHOD,
+                                 simulate_acc_token_mode=DEFAULT_TOKEN_MODE):
+    """Correct: reads the length, method and token mode from the server's SGLANG_SIMULATE_ACC_* at each call where they are set, over its arguments, which a server passes from the same variables."""
+    env = os.environ.get
+    return generate_simulated_accept_index(accept_index, predict, num_correct_drafts, candidates, target_predict, bs,
+                                           spec_steps, float(env("SGLANG_SIMULATE_ACC_LEN", simulate_acc_len)),
+                                           env("SGLANG_SIMULATE_ACC_METHOD", simulate_acc_method),
+                                           env("SGLANG_SIMULATE_ACC_TOKEN_MODE", simulate_acc_token_mode))
 
 
 # -- a warm-up that draws, and the generator afterwards (exact level) --

@@ -352,8 +352,8 @@ def prepare():
 
 
 def server_environment(contract=None):
-    """The variables the server that imports an implementation of ``contract`` (None: of any
-    contract, the import coming before its signature says which) has set: its engine's
+    """The variables the server that imports and calls an implementation of ``contract`` (None:
+    of any contract, the import coming before its signature says which) has set for its life: its engine's
     simulated acceptance switched on, with the method and token mode this check's reference
     takes by default, and an acceptance length of 3 unless this process's environment gives one."""
     from simacc.contract import caller
@@ -366,7 +366,7 @@ def server_environment(contract=None):
 
 
 @contextlib.contextmanager
-def _in_environment(variables):
+def in_environment(variables):
     """``variables`` set in this process's environment, and put back as they were after."""
     before = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
@@ -389,7 +389,7 @@ def _guarded_import(spec, contract=None):
     from simacc.harness.processes.interrupts import Recorder
 
     prepare()
-    with Recorder() as ctrl_c, _in_environment(server_environment(contract)):
+    with Recorder() as ctrl_c, in_environment(server_environment(contract)):
         before = process_state.snapshot()
         try:
             target = _import_target(spec)

@@ -47,6 +47,7 @@ import torch
 
 from simacc.harness.call import process_state, tamper
 from simacc.harness.call.capture import Capture
+from simacc.harness.call.impl import in_environment, server_environment
 from simacc.harness.call.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
 from simacc.harness.config import devices, grad_modes
 from simacc.harness.config.settings import DEFAULT_TIMEOUT
@@ -55,6 +56,10 @@ from simacc.harness.processes import watch
 from simacc.harness.processes.interrupts import Recorder
 from simacc.harness.processes.stream import clip
 from simacc.harness.processes.watch import WATCHDOG_GRACE, WATCHDOG_ROOM
+
+# the server's variables (impl.server_environment) that a case passes as its own arguments
+_PASSED_AS = {"SGLANG_SIMULATE_ACC_LEN": "simulate_acc_len", "SGLANG_SIMULATE_ACC_METHOD": "simulate_acc_method",
+              "SGLANG_SIMULATE_ACC_TOKEN_MODE": "simulate_acc_token_mode"}
 
 
 class ImplementationFailed(AssertionError):
@@ -170,6 +175,7 @@ class Runner:
         self.closing = []  # what ends with the runner (a test's ranks), called as it exits
         self.changes = []  # (what a call changed in the process, its case), for every call that changed it
         self._generators_on = {}  # device: the generators a call there has seeded (_generators)
+        self._environment = server_environment(impl.contract)  # a server's, set for its life: its calls' too
 
     def __enter__(self):
         _WATCHDOG.users += 1
@@ -208,7 +214,7 @@ class Runner:
         rng_before = torch.get_rng_state()
         interrupts = self._interrupts.count
         try:
-            returned = self._call(args)
+            returned = self._call(args, self._environment_of(case))
         except ImplementationHung:
             raise self._hung(case, device) from None
         except HarnessModified:
@@ -295,7 +301,7 @@ class Runner:
 
         interrupts = self._interrupts.count
         try:
-            return self._protected(stretch, args, limited=False)
+            return self._protected(stretch, args, self._environment_of(case), limited=False)
         except ImplementationHung:
             raise self._hung(case, device) from None
         except HarnessModified:
@@ -327,8 +333,16 @@ class Runner:
         if self.impl.modified_at_import:
             raise HarnessModified(tamper.describe(self.impl.modified_at_import, f"when {self.impl.spec} was imported"))
 
-    def _call(self, args):
-        return self._protected(self._entry(args), args)
+    def _call(self, args, environment):
+        return self._protected(self._entry(args), args, environment)
+
+    def _environment_of(self, case):
+        """The server's variables as they stand when it makes ``case``'s call: what the case
+        passes for the length, the method and the token mode, as a server passes what its
+        variables say (an argument the case leaves out: the variable's default)."""
+        given = {name: getattr(case, field) for name, field in _PASSED_AS.items()
+                 if name in self._environment and hasattr(case, field) and field not in getattr(case, "omitted", ())}
+        return {**self._environment, **{name: str(value) for name, value in given.items() if "\0" not in str(value)}}
 
     def _entry(self, args):
         """The call of the implementation on ``args``: in the runner's grad mode, and on a CUDA
@@ -370,18 +384,20 @@ class Runner:
 
     # -- protecting the process and the harness from the call (docs/trust.md) ----------------
 
-    def _protected(self, fn, args, limited=True):
+    def _protected(self, fn, args, environment, limited=True):
         """``fn(args)`` under the time limit (``limited`` False: ``fn`` limits each call it
         makes), with the process state restored afterwards (what changed kept for the
         outcome), the output kept up to a bound, a heartbeat for a supervisor while it runs,
-        and the harness checked once it is over. What a thread changed in the state since the
-        last call (a thread that call started, still at work) is put back first, and kept too."""
+        and the harness checked once it is over, in the ``environment`` its server gives the call
+        (:meth:`_environment_of`). What a thread changed in the state since the last call (a thread
+        that call started, still at work) is put back first, and kept too."""
         between = process_state.restore_shared(self._settled) if self._settled is not None else ()
         before = self._settled = process_state.snapshot()
         self._capture.start()
         watch.beat(self.timeout)
         try:
-            return self._limited(fn, args) if limited else fn(args)
+            with in_environment(environment):
+                return self._limited(fn, args) if limited else fn(args)
         finally:
             watch.rest()
             self._capture.stop()
