@@ -203,22 +203,23 @@ def gaussian_law(mean, k):
     return [cdf(b) - cdf(a) for a, b in zip(edges, edges[1:])]
 
 
-def _read_sglang(value, k):
-    x = _float(value)
-    if x is None:
-        return Reading(None, "is not a number: sglang warns and leaves simulation off")
-    if not x > 0:
-        return Reading(None, "is not > 0: simulation stays off")
-    return Reading(x)
+def _sglang_reader(not_a_number):
+    """A reader of sglang's (or a port's) length knob: off at or below 0, and ``not_a_number``
+    what the engine does with a value ``float`` cannot read."""
+
+    def read(value, k):
+        x = _float(value)
+        if x is None:
+            return Reading(None, f"is not a number: {not_a_number}")
+        if not x > 0:
+            return Reading(None, "is not > 0: simulation stays off")
+        return Reading(x)
+
+    return read
 
 
-def _read_sglang_jax(value, k):
-    x = _float(value)
-    if x is None:
-        return Reading(None, "is not a number: sglang-jax raises ValueError when it imports the knob (§24.4)")
-    if not x > 0:
-        return Reading(None, "is not > 0: simulation stays off")
-    return Reading(x)
+_read_sglang = _sglang_reader("sglang warns and leaves simulation off")
+_read_sglang_jax = _sglang_reader("sglang-jax raises ValueError when it imports the knob (§24.4)")
 
 
 def _batch_draws(length_of_a_step, steps, batch, generator):
