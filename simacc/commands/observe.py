@@ -255,16 +255,16 @@ def run(args):
     name = "<stdin>" if args.log == "-" else args.log
     progress = Reading(sys.stderr, args.progress)
     try:
-        tally, kind, digest = read(args, law, name, progress)
-        verdict = judge(tally, candidates=neighbours(law))
+        try:
+            tally, kind, digest = read(args, law, name, progress)
+            verdict = judge(tally, candidates=neighbours(law))
+        finally:  # the status line goes before anything else is printed, whatever ended the read
+            progress.close()
     except LogError as e:
-        progress.close()
         message = str(e)
         return usage(message if message.startswith(name) else f"{name}: {message}")
     except OSError as e:
-        progress.close()
         return usage(f"{e.filename or name}: {e.strerror}")
-    progress.close()
     text = render(verdict, name, kind)
     print(text)
     try:
