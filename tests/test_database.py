@@ -107,10 +107,27 @@ def test_each_location_is_one_of_hypothesis_own_databases(tmp_path):
 def test_ci_with_a_database_runs_a_fixed_seed_since_hypothesis_forbids_derandomize_with_one(tmp_path):
     with_one = profiles.for_session("ci", database=str(tmp_path / "db"))
     assert not with_one.derandomize and with_one.database is not None
-    assert profiles.seed_for("ci", str(tmp_path / "db"), None) == profiles.CI_SEED
-    assert profiles.seed_for("ci", None, None) is None and profiles.for_session("ci").derandomize
-    assert profiles.seed_for("ci", str(tmp_path / "db"), 5) == 5
-    assert profiles.seed_for("default", str(tmp_path / "db"), None) is None
+
+    def seed(environ=None, **given):  # resolved once, into the settings every process reads
+        return opts.resolve(given, environ=environ or {}, root=tmp_path).seed
+
+    assert seed(profile="ci", database="db") == opts.CI_SEED and seed({"SIMACC_DATABASE": "db", "CI": "1"}) == 0
+    assert seed(profile="ci") is None and profiles.for_session("ci").derandomize
+    assert seed(profile="ci", database="db", seed=5) == 5
+    assert seed(profile="default", database="db") is None
+
+
+def test_both_headers_say_the_seed_a_derandomized_profile_runs_with_a_database(tmp_path):
+    """(before: simacc check's header said "derandomized" while the properties ran seed 0)"""
+    from simacc.commands import check, verdict
+
+    chosen = opts.resolve({"impl": "simacc:generate_simulated_accept_index", "profile": "ci", "database": "db"},
+                          environ={}, root=tmp_path)
+    config = types.SimpleNamespace(stash={fixtures.STATE: fixtures.State(chosen, None)},
+                                   invocation_params=types.SimpleNamespace(dir=tmp_path))
+    assert reports.pytest_report_header(config)[1].endswith("; seed 0")
+    header = check.header_of(chosen, {"contract": "eagle", "contract_from": "signature", "level": "exact"})
+    assert dict(verdict.header_rows(header))["profile"].endswith(", seed 0")
 
 
 def test_the_header_names_the_database(tmp_path):

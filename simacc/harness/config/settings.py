@@ -23,6 +23,8 @@ from pathlib import Path
 from simacc.harness.config import contracts, devices, grad_modes
 
 PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
+DERANDOMIZED = ("ci",)  # the profiles that run the same examples every time (Hypothesis's derandomize)
+CI_SEED = 0  # their seed where an example database rules derandomize out (Hypothesis forbids the two together)
 DEFAULT_TIMEOUT = 30.0
 REPRO_DIR = ".simacc/failures"
 CORPUS_DIR = "simacc-regressions"  # a project's own regression cases, in its rootdir
@@ -236,7 +238,7 @@ class Settings:
     run_context: str | None = None  # None: the first of ``contexts``
     profile: str = "default"
     max_examples: int | None = None
-    seed: int | None = None
+    seed: int | None = None  # the seed the properties run with (None: the profile's, random or derandomized)
     timeout: float = DEFAULT_TIMEOUT
     fixed_token_id: int | None = None  # None: nothing set it, so 100
     refused_drafts: str = contracts.REFUSED_DRAFTS[0]
@@ -287,9 +289,11 @@ class Settings:
 
 def resolve(given, environ=None, root=None, home=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
-    as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults. Relative
-    paths are taken from ``root`` (default: the working directory); the project's corpus is
-    by default in ``home`` (pytest's rootdir; default ``root``)."""
+    as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults, and what
+    follows from them: the level a contract forces, and the seed of a derandomized profile
+    given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
+    working directory); the project's corpus is by default in ``home`` (pytest's rootdir;
+    default ``root``)."""
     environ = os.environ if environ is None else environ
     root = Path(root or os.getcwd())
     values = {}
@@ -314,6 +318,8 @@ def resolve(given, environ=None, root=None, home=None):
     forced = contracts.CONTRACTS[values["contract"]].level if "contract" in values else None
     if forced:
         values["level"] = forced
+    if "seed" not in values and "database" in values and values["profile"] in DERANDOMIZED:
+        values["seed"] = CI_SEED  # the same examples every run, after the database's (profiles.for_session)
     settings = Settings(**values)
     if settings.run_context is not None and settings.run_context not in settings.contexts:
         raise SettingsError(f"{OPTIONS['run_context'].flag()} {settings.run_context}: not one of the grad modes "
@@ -328,6 +334,11 @@ def resolve(given, environ=None, root=None, home=None):
         except tokenizer.TokenizerError as e:
             raise SettingsError(str(e)) from None
     return settings
+
+
+def seed_text(seed, profile):
+    """How a header says the seed a session's properties run with."""
+    return str(seed) if seed is not None else "derandomized" if profile in DERANDOMIZED else "random"
 
 
 def origin(name, given, environ=None):

@@ -171,7 +171,7 @@ def _give_hypothesis_tests(st, items):
         prop = item_property(item)
         if prop.is_hypothesis_test:
             item.obj = prop.hypothesis_test(implementation_of(item), item.callspec.params["simacc"], item_params(item),
-                                            st.hypothesis, st.seed)
+                                            st.hypothesis, st.settings.seed)
             if item.get_closest_marker("hypothesis") is None:  # Hypothesis's plugin may have looked before
                 item.add_marker("hypothesis")
     detection = sys.modules.get("hypofuzz.detection")  # imported by HypoFuzz's command, never here

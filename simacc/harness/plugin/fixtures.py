@@ -26,7 +26,6 @@ class State:
     stream: str | None
     impl: object = None  # the Implementation under test, once loaded (None: the references)
     impl_error: str | None = None  # why it cannot be checked (it would not load, no database), one line
-    seed: int | None = None  # the seed its properties run with (profiles.seed_for)
     hypothesis: object = None  # the Hypothesis settings simacc's properties run under
     xfails: dict = dataclasses.field(default_factory=dict)
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
@@ -99,7 +98,6 @@ def load(config):
     chosen = st.settings
     from simacc.harness.config import profiles
 
-    st.seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
     try:
         st.hypothesis = profiles.for_session(chosen.profile, chosen.max_examples, config.invocation_params.dir,
                                              chosen.database, chosen.database_readonly)
@@ -169,8 +167,8 @@ def simacc(request, simacc_context):
         from simacc.harness.call import process_state
 
         st.started = process_state.started()
-    with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
-                capture=capture, context=simacc_context) as runner:
+    with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis,
+                st.settings.seed, capture=capture, context=simacc_context) as runner:
         yield runner
     # HypoFuzz sets an item up again after tearing it down, and pytest then fills only the
     # fixtures its funcargs lack: a runner left there is a closed one (HypoFuzz 25.11.1 stops)

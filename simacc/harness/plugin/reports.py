@@ -100,12 +100,11 @@ def pytest_report_header(config):
         under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
     from simacc.harness.config import profiles
 
-    seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
-    seed = seed if seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
     lines = [
         f"simacc: implementation {under_test}",
         f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
-        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "")
+        + f"; seed {opts.seed_text(chosen.seed, chosen.profile)}",
         "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
                                                         config.invocation_params.dir),
         f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}"
