@@ -6,6 +6,7 @@ read-only ``simacc check`` that writes nothing."""
 
 import datetime
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -77,14 +78,24 @@ def test_the_read_only_switch_is_a_flag_and_its_variable_says_yes_or_no(text, va
         opts.resolve({}, environ={"SIMACC_DATABASE_READONLY": "maybe"})
 
 
-def test_the_pytest_options_are_one_token_each(tmp_path):
+def test_a_commands_session_is_handed_its_settings_whole_in_one_token_and_never_resolves_them_again(tmp_path):
     from simacc.harness.sessions import session
 
-    chosen = opts.resolve({"impl": "m:f", "database": "db", "database_readonly": True}, environ={}, root=tmp_path)
-    args = session.arguments(chosen, 0, tmp_path / "events", tmp_path)
-    assert f"--simacc-database={tmp_path / 'db'}" in args and "--simacc-database-readonly" in args
-    unset = session.arguments(opts.resolve({"impl": "m:f"}, environ={}), 0, tmp_path / "events", tmp_path)
-    assert not [a for a in unset if a.startswith("--simacc-database")]
+    chosen = opts.resolve({"impl": "m:f", "database": "db", "database_readonly": True, "profile": "ci"}, environ={},
+                          root=tmp_path)
+    args = session.arguments(chosen, 0, tmp_path / "events", tmp_path, targets=())
+    (handed,) = [a.removeprefix("--simacc-settings=") for a in args if a.startswith("--simacc-settings=")]
+    assert opts.Settings.from_json(json.loads(handed)) == chosen and chosen.seed == opts.CI_SEED
+    # the child reads them as they are: a SIMACC_* it would reject, and its own ini's IMPL, change nothing
+    (tmp_path / "test_x.py").write_text("def test_x(pytestconfig):\n"
+                                        "    import json\n"
+                                        "    from simacc.harness.plugin import fixtures\n"
+                                        "    print('SEEN', json.dumps(fixtures.state(pytestconfig).settings.to_json()))\n")
+    env = {**os.environ, "SIMACC_MAX_EXAMPLES": "not a number", "SIMACC_IMPL": "other:g"}
+    done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_x.py"), "-s", *args],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    seen = next((line for line in done.stdout.splitlines() if line.startswith("SEEN ")), done.stdout + done.stderr)
+    assert opts.Settings.from_json(json.loads(seen.removeprefix("SEEN "))) == chosen
 
 
 # -- what it maps onto -----------------------------------------------------------------------------

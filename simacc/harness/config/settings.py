@@ -2,10 +2,11 @@
 
 Each setting is an :class:`Option`: its ``SIMACC_*`` variable, its spelling under pytest
 (``--simacc-<name>``) and on simacc's own commands (``--<name>``), how its text is parsed
-and its default. :func:`resolve` applies "option, then variable, then default" exactly once,
-on the process that starts a session (the pytest controller, or a command); pytest-xdist
-workers receive the result (:meth:`Settings.to_json`), the way pytest-randomly hands its
-seed to them, and never resolve anything again. Paths are made absolute at resolution, so
+and its default. :func:`resolve` applies "option, then variable, then default", and works out
+what follows from them (a contract's level, a derandomized profile's seed), exactly once, on
+the process that starts a session (a command, or else the pytest controller); the session's
+pytest process and its xdist workers receive the result (:meth:`Settings.to_json`), the way
+pytest-randomly hands its seed to them, and never resolve anything again. Paths are made absolute at resolution, so
 an implementation that changes the working directory moves nothing.
 
 Every parse error is a :class:`SettingsError`: one line naming the option or variable.

@@ -1,12 +1,14 @@
 """The plugin's options, what it knows of a session, and the fixtures that hand a property the
 implementation under test: one place for what a test of simacc's is given.
 
-The settings are resolved once, on the controller, and handed to xdist workers; the
+The settings are resolved once, by the command that starts the session (handed over whole,
+``--simacc-settings``) or else on the controller, and handed to xdist workers; the
 implementation is loaded (:func:`load`) where the properties run, the first time a test or
 the collection asks, never on an xdist controller.
 """
 
 import dataclasses
+import json
 
 import pytest
 
@@ -48,13 +50,17 @@ def pytest_addoption(parser):
     opts.add_arguments(group, opts.OPTIONS, pytest=True)
     group.addoption("--simacc-stream", dest="simacc_stream", default=None, metavar="PATH",
                     help="(for simacc's own commands) append the session's events to PATH")
+    group.addoption("--simacc-settings", dest="simacc_settings", default=None, metavar="JSON",
+                    help="(for simacc's own commands) the session's settings as the command resolved them, read as "
+                         "they are (the --simacc-* options and SIMACC_* are not read again)")
     parser.addini("simacc_impl", "the implementation simacc's properties check when neither --simacc-impl nor "
                   "SIMACC_IMPL names one ('references': each property's own contract's reference)")
 
 
 def pytest_configure(config):
-    if hasattr(config, "workerinput") and "simacc_settings" in config.workerinput:
-        chosen = opts.Settings.from_json(config.workerinput["simacc_settings"])
+    handed = getattr(config, "workerinput", {}).get("simacc_settings") or config.getoption("simacc_settings")
+    if handed:  # resolved by the command that started the session, or by the controller of this worker
+        chosen = opts.Settings.from_json(json.loads(handed))
     else:
         try:
             chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath)
@@ -70,7 +76,7 @@ def pytest_configure(config):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """(xdist controller) Hand the resolved settings and the session's files to a worker."""
-    node.workerinput["simacc_settings"] = state(node.config).settings.to_json()
+    node.workerinput["simacc_settings"] = json.dumps(state(node.config).settings.to_json())
     node.workerinput["simacc_prefix"] = state(node.config).prefix
 
 
