@@ -77,7 +77,7 @@ def pytest_generate_tests(metafunc):
         return
     chosen = state(metafunc.config).settings
     tests = prop.tests(chosen.devices, chosen.contexts, chosen)
-    names = list(tests[0].params)
+    names = list(tests[0].params) if tests else []  # none: pytest's "empty parameter set" skip
     fixtures = ["simacc", "simacc_context"] if prop.across_contexts else ["simacc"]
     metafunc.parametrize(
         [*names, *fixtures],
