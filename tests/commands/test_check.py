@@ -24,7 +24,8 @@ import torch
 from hypothesis import settings
 
 from simacc import properties
-from simacc.commands import check, cli, verdict
+from simacc.commands import cli
+from simacc.commands.checking import check, verdict
 from simacc.harness.call import process_state
 from simacc.harness.config import contracts
 from simacc.harness.config import settings as opts

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simacc.commands import cli, engine_api, engines, wheels
+from simacc.commands import cli
+from simacc.commands.serving import engine_api, engines, wheels
 from simacc.contract.vllm_glue import Call
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "engines.md"

@@ -18,7 +18,8 @@ import time
 from tests import offered
 import pytest
 
-from simacc.commands import cli, fuzz
+from simacc.commands import cli
+from simacc.commands.checking import fuzz
 from simacc.harness.processes import interrupts
 from simacc.harness.sessions import session
 

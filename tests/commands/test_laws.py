@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from tests.commands.pages import Page, red_pixels, screenshot
 
-from simacc.commands import cli, laws as command, report_html
+from simacc.commands import cli, html_pages
+from simacc.commands.serving import laws as command
 from simacc.contract import laws
 from simacc.harness.judging import statistics
 
@@ -208,7 +209,7 @@ def page(tmp_path_factory):
     return code, out.getvalue(), path
 
 
-NEEDS_PLOTS = pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+NEEDS_PLOTS = pytest.mark.skipif(not html_pages.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
 
 
 @NEEDS_PLOTS
@@ -227,7 +228,7 @@ def test_the_page_opens_in_a_browser_with_its_plot_drawn(page, tmp_path):
 
 
 def test_without_matplotlib_the_page_holds_the_table_and_says_how_to_get_a_plot(tmp_path, monkeypatch):
-    monkeypatch.setattr(report_html, "plots_available", lambda: False)
+    monkeypatch.setattr(html_pages, "plots_available", lambda: False)
     path = tmp_path / "laws.html"
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = cli.main(["laws", "--length", "2.6", "--steps", "3", "--references", "--html", str(path)])

@@ -10,7 +10,7 @@ from tests.commands import engine_outputs
 import pytest
 from tests.commands.pages import Page, red_pixels, screenshot
 
-from simacc.commands import cli, report_html
+from simacc.commands import cli, html_pages
 from simacc.contract import laws
 
 SETTINGS = [(2.6, 3), (3.5, 4), (3.0, 3)]
@@ -111,7 +111,7 @@ def test_a_log_from_stdin_is_read(capsys, tmp_path, monkeypatch):
     assert code == 0 and out.startswith("<stdin> (records): 8192 records, 4096 steps, 2 requests"), out
 
 
-@pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+@pytest.mark.skipif(not html_pages.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
 def test_the_page_shows_the_verdict_and_opens_with_its_plots(capsys, tmp_path):
     page = tmp_path / "v.html"
     code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3), "vllm", 2.6, 3,
@@ -124,7 +124,7 @@ def test_the_page_shows_the_verdict_and_opens_with_its_plots(capsys, tmp_path):
 
 
 def test_without_matplotlib_the_page_shows_the_run_against_the_law_as_a_text_chart(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(report_html, "plots_available", lambda: False)
+    monkeypatch.setattr(html_pages, "plots_available", lambda: False)
     page = tmp_path / "v.html"
     code, out, _ = observe(capsys, write_log(tmp_path / "run.jsonl", "sglang", 2.6, 3), "vllm", 2.6, 3,
                            "--html", str(page))
@@ -387,7 +387,7 @@ def shapes():
 @pytest.mark.parametrize("shape", list(shapes()))
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_block_read_at_once_is_judged_as_its_lines_read_one_by_one(capsys, tmp_path, monkeypatch, shape, engine):
-    from simacc.commands import observe_formats
+    from simacc.commands.serving import observe_formats
 
     monkeypatch.setattr(observe_formats, "CHUNK", 997)  # many blocks, pairs and requests across them
     records = shapes()[shape]
@@ -438,7 +438,7 @@ def test_before_is_only_for_a_prometheus_scrape(capsys, tmp_path):
     assert code == 2 and "--before is for two vllm-prometheus scrapes, but LOG is records" in err, err
 
 
-@pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+@pytest.mark.skipif(not html_pages.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
 def test_the_page_of_a_histogram_draws_the_run_without_its_steps(capsys, tmp_path):
     page = tmp_path / "v.html"
     scrape = engine_outputs.vllm_prometheus(tmp_path / "m.prom", vllm_run(), 3)

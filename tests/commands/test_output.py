@@ -24,7 +24,8 @@ from tests.commands.test_check import (
     workdir,  # noqa: F401 - a fixture
 )
 
-from simacc.commands import check, progress, terminal, verdict
+from simacc.commands import terminal
+from simacc.commands.checking import check, conformance, progress, verdict
 from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
 
@@ -151,7 +152,7 @@ def test_a_property_pattern_is_an_id_an_id_with_its_device_or_a_shell_pattern(pa
 
 
 def test_a_near_miss_is_told_the_nearest_id_and_a_far_one_nothing():
-    assert check._near([INDEX[:-1]]) == f"; did you mean {INDEX}?" and check._near(["nothing_like_it"]) == ""
+    assert conformance._near([INDEX[:-1]]) == f"; did you mean {INDEX}?" and conformance._near(["nothing_like_it"]) == ""
 
 
 @pytest.mark.parametrize("environ, tty, coloured", [

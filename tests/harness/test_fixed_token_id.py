@@ -22,7 +22,7 @@ from tests.commands.test_check import (
 )
 
 from simacc import properties
-from simacc.commands import check, verdict
+from simacc.commands.checking import conformance, verdict
 from simacc.harness.call import impl
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
@@ -61,10 +61,10 @@ def test_an_eagle_implementation_writing_64_is_conformant_when_its_build_says_64
 def test_a_failure_under_another_fixed_id_replays_with_it_and_the_header_says_where_it_came_from():
     failed = verdict.PropertyResult(FIXED, Status.FAIL, 1, 0.1, repro="f.json", nodeid=f"p/t.py::test_{FIXED}[cpu]")
     chosen = opts.Settings(impl="m.py:f", fixed_token_id=65)
-    assert check.replay(failed, chosen) == "simacc repro f.json --impl m.py:f --fixed-token-id 65"
+    assert conformance.replay(failed, chosen) == "simacc repro f.json --impl m.py:f --fixed-token-id 65"
     failed.repro = None
-    assert check.replay(failed, chosen) == f"simacc check m.py:f --property '{FIXED}[cpu]' -n 0 --fixed-token-id 65"
-    header = check.header_of(chosen, {"fixed_token_id": 65}, {"fixed_token_id": 65})
+    assert conformance.replay(failed, chosen) == f"simacc check m.py:f --property '{FIXED}[cpu]' -n 0 --fixed-token-id 65"
+    header = conformance.header_of(chosen, {"fixed_token_id": 65}, {"fixed_token_id": 65})
     assert "; fixed token id 65 (--fixed-token-id)" in verdict.format_header(header)
 
 

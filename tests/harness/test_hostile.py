@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from tests.commands.test_check import rows
 
 from simacc import properties
-from simacc.commands import check, cli, supervised, verdict
+from simacc.commands import cli, supervised
+from simacc.commands.checking import conformance, verdict
 from simacc.harness.call import impl, tamper
 from simacc.harness.call.capture import LIMIT
 from simacc.harness.call.runner import HarnessModified, Runner
@@ -312,7 +313,7 @@ def test_an_internal_error_in_a_worker_is_that_workers_death_not_the_runs(workdi
     chosen = opts.resolve({"impl": spec("breaks_pytest"), "device": "cpu", "max_examples": 2, "seed": 0,
                            "properties": (INDEX, COUNT)})
     heard = session.run(chosen, 1, extra=["--max-worker-restart=0"])  # one death is enough to see
-    result = check._verdict(chosen, heard, {"contract": "eagle"})
+    result = conformance._verdict(chosen, heard, {"contract": "eagle"})
     statuses = sorted(r.status for r in result.results)
     assert statuses == [Status.ERROR, Status.NOT_RUN] and result.exit_code == 1, statuses
     died = next(r for r in result.results if r.status == Status.ERROR)
@@ -457,6 +458,6 @@ def test_a_session_that_never_said_it_finished_is_incomplete_even_if_every_row_p
               {"event": "result", "nodeid": node, "status": "pass", "device": "cpu"}]
     heard = session.Heard(events, 0, "", "python -m pytest", (Status.CRASHED, "it ended with exit code 0"))
     chosen = opts.resolve({"impl": "m:f"})
-    got = check._verdict(chosen, heard, {"contract": "eagle"})
+    got = conformance._verdict(chosen, heard, {"contract": "eagle"})
     assert (got.exit_code, got.outcome) == (1, "incomplete")
     assert verdict.render(got).endswith("INCOMPLETE: the pytest process died: it ended with exit code 0; 1 pass (exit 1)")

@@ -16,7 +16,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from simacc.commands import cli, report_html, verdict
+from simacc.commands import cli, html_pages
+from simacc.commands.checking import report_html, verdict
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
 from simacc.harness.judging import distributions, statistics
@@ -95,7 +96,7 @@ def test_check_prints_the_chart_in_the_failure_block_and_writes_it_in_json_junit
     failure = ET.parse(tmp_path / "v.xml").getroot().find(".//failure").text
     assert "\nL over 1000 draws, observed (#) against expected (=)" in failure and "\nreplay: simacc check " in failure
     page = (tmp_path / "report.html").read_text()
-    if report_html.plots_available():
+    if html_pages.plots_available():
         assert page.count("<img alt=") == 1 and "src='data:image/png;base64," in page
     assert f"<h1>simacc check {CLAMPED}</h1>" in page and "replay: <code class=replay>simacc check " in page
 
@@ -107,7 +108,7 @@ def test_the_page_is_self_contained_and_without_matplotlib_shows_the_text_chart(
     passing = verdict.result_of({"nodeid": "p/test_index.py::test_index_rows[cpu]", "property": "index_rows",
                                  "device": "cpu", "status": "pass", "examples": 50, "seconds": 0.4})
     result = verdict.build({"impl": "my_kernel.py:generate"}, [], [failing, passing])
-    monkeypatch.setattr(report_html, "plots_available", lambda: False)
+    monkeypatch.setattr(html_pages, "plots_available", lambda: False)
     page = report_html.page(result)
     assert not re.search(r"(src|href)=['\"]?(https?:)?//|<script|<link", page)  # nothing to fetch
     assert "should be about [259, 35, 5, 0] &lt;&amp;&gt;" in page
@@ -143,7 +144,7 @@ def test_repro_draws_the_chart_of_a_serving_loops_burst(tmp_path, monkeypatch, c
     assert "\n  L over 128 draws, observed (#) against expected (=); the observed CDF must lie in its band\n" in out, out
 
 
-@pytest.mark.skipif(not report_html.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
+@pytest.mark.skipif(not html_pages.plots_available(), reason="needs matplotlib: pip install -e '.[plots]'")
 def test_a_plot_is_a_png():
     import base64
 

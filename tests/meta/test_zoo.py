@@ -22,7 +22,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from simacc import properties, zoo
-from simacc.commands import mutants
+from simacc.commands.checking import zoo_runs
 from simacc.harness.call import impl
 from simacc.harness.config import profiles
 from simacc.harness.config.status import FAILED, Status
@@ -97,25 +97,25 @@ def test_each_reference_is_accepted_at_the_semantic_level(contract):
 
 
 def run(seed, failed, examples=None, size=""):
-    return mutants.Run(seed, failed, examples, None, 0.0, size)
+    return zoo_runs.Run(seed, failed, examples, None, 0.0, size)
 
 
 def test_a_mutant_that_survives_one_seed_fails_the_zoo():
     entry = zoo.MUTANTS["fixed_id_101"]
-    row = mutants.judge(entry, "eagle", [run(1, ["fixed_mode_fills_predict_with_the_fixed_id"], 3), run(2, [])])
-    assert row.verdict == mutants.SURVIVED
-    assert mutants.Zoo({}, [row]).exit_code == 1
+    row = zoo_runs.judge(entry, "eagle", [run(1, ["fixed_mode_fills_predict_with_the_fixed_id"], 3), run(2, [])])
+    assert row.verdict == zoo_runs.SURVIVED
+    assert zoo_runs.Zoo({}, [row]).exit_code == 1
 
 
 def test_a_correct_implementation_that_fails_anything_is_rejected():
-    row = mutants.judge(zoo.CORRECT["scatter_based"], "eagle", [run(1, []), run(2, ["inputs_are_never_written"])])
-    assert row.verdict == mutants.REJECTED and mutants.Zoo({}, [row]).exit_code == 1
+    row = zoo_runs.judge(zoo.CORRECT["scatter_based"], "eagle", [run(1, []), run(2, ["inputs_are_never_written"])])
+    assert row.verdict == zoo_runs.REJECTED and zoo_runs.Zoo({}, [row]).exit_code == 1
 
 
 def test_the_row_gives_the_median_examples_and_the_shrunk_size():
-    row = mutants.judge(zoo.MUTANTS["pads_with_zero"], "eagle",
+    row = zoo_runs.judge(zoo.MUTANTS["pads_with_zero"], "eagle",
                         [run(s, ["index_rows_are_root_plus_range_then_minus_one"], n, "bs=2 W=3") for s, n in ((1, 4), (2, 9), (3, 1))])
-    assert (row.verdict, row.median_examples, row.shrunk) == (mutants.KILLED, 4, "bs=2 W=3")
+    assert (row.verdict, row.median_examples, row.shrunk) == (zoo_runs.KILLED, 4, "bs=2 W=3")
 
 
 def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
@@ -170,7 +170,7 @@ def test_a_sigterm_ends_the_command_and_its_workers_at_once(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_worker_ends_with_the_command_even_when_the_command_is_killed():
     # a worker of a command that died of a SIGKILL waited on its queue for ever (seen: an hour)
-    code = ("import ctypes; from simacc.commands import mutants; mutants._worker(); sig = ctypes.c_int(); "
+    code = ("import ctypes; from simacc.commands.checking import zoo_runs; zoo_runs._worker(); sig = ctypes.c_int(); "
             "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); print(sig.value)")  # PR_GET_PDEATHSIG
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == str(int(signal.SIGTERM)), done.stderr

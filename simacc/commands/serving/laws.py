@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simacc.commands.exits import Exit
+from simacc.commands.serving import arguments
 from simacc.contract import laws
 from simacc.harness.config import settings as opts
 from simacc.harness.judging import statistics
@@ -33,26 +34,6 @@ vLLM through simacc.contract.vllm_glue: docs/vllm.md), else from simacc's refere
 say which, and why not. The laws, their units and sources: CONTRACT.md §23-§27, docs/laws.md."""
 
 
-def length(text):
-    """An acceptance length: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"must be a finite number > 0, got {text!r}")
-    return value
-
-
-def check_folders(command, *paths):
-    """The usage error (a line, as the commands print it) for an output path whose folder is
-    missing, or None."""
-    for path in paths:
-        if path is not None and not path.resolve().parent.is_dir():
-            return f"simacc {command}: error: {path}: no such folder {path.parent}"
-    return None
-
-
 def register(subparsers):
     p = subparsers.add_parser(
         "laws", help="every engine's law at one mean acceptance length, side by side",
@@ -61,7 +42,7 @@ def register(subparsers):
         "drafts, its mean and spread, whether a step's requests draw on their own or in lockstep, and\n"
         "the spread of a step's mean over a batch.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--length", required=True, type=opts.argtype(length), metavar="AL",
+    p.add_argument("--length", required=True, type=opts.argtype(arguments.length), metavar="AL",
                    help="the mean acceptance length asked for, the target's token included")
     p.add_argument("--steps", required=True, type=opts.argtype(opts.positive_int), metavar="K",
                    help="drafts per request per step (num_speculative_tokens)")
@@ -244,7 +225,7 @@ def to_json(table, length, steps, batch, draws):
 
 
 def run(args):
-    said = check_folders("laws", args.json, args.html)
+    said = arguments.check_folders("laws", args.json, args.html)
     if said:
         print(f"{said}; try 'simacc laws --help'", file=sys.stderr)
         return Exit.USAGE
@@ -257,7 +238,7 @@ def run(args):
             data = to_json(table, args.length, args.steps, args.batch, args.draws)
             write_atomically(args.json, json.dumps(data, indent=2) + "\n")
         if args.html is not None:
-            from simacc.commands import law_pages
+            from simacc.commands.serving import law_pages
 
             write_atomically(args.html, law_pages.laws_page(table, args.length, args.steps, args.batch, text))
     except OSError as e:

@@ -1,6 +1,6 @@
 """``simacc repro``: replay a repro file's case, show where the outputs differ from the
 contract's reference, or promote the case to the project's regression corpus; or clean the
-repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.prune`).
+repro folder (``--prune``, ``--keep N``, :mod:`simacc.commands.checking.prune`).
 
 Replaying calls the property's own body with the recorded case, in the grad mode it was
 found in, so a replay checks exactly what the suite checked; a serving-loop failure's file
@@ -27,7 +27,7 @@ import os
 import shlex
 import sys
 
-from simacc.commands import prune
+from simacc.commands.checking import prune
 from simacc.commands.exits import Exit, SessionError
 from simacc.commands.supervised import supervise_command
 from simacc.harness.config import contracts, devices
@@ -299,7 +299,7 @@ def _show_differences(runner, case):
     with Runner(reference, runner.device, runner.timeout, context=runner.context) as by_reference:
         expected = by_reference.attempt(case)
     produced = runner.attempt(case)
-    from simacc.commands.differences import differences
+    from simacc.commands.checking.differences import differences
 
     for line in differences(expected, produced):
         print(f"  {line}")
@@ -316,13 +316,13 @@ def _writing(reference, fixed_token_id):
 
 def _replay_database(args):
     """Check ``--impl`` with the ``replay`` profile: the database's examples, nothing else."""
-    from simacc.commands import check, verdict
+    from simacc.commands.checking import conformance, verdict
 
     given = {"impl": args.impl, "contract": args.contract, "device": args.device, "profile": "replay",
              **opts.given(args, ("timeout", "corpus", "database", "database_readonly"))}
     try:
-        result = check.run_check(given)
-    except (check.UsageError, opts.SettingsError) as e:
+        result = conformance.run_check(given)
+    except (conformance.UsageError, opts.SettingsError) as e:
         print(f"simacc repro: error: {e}", file=sys.stderr)
         return Exit.USAGE
     except SessionError as e:

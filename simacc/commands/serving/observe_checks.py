@@ -1,5 +1,5 @@
 """The verdict of ``simacc observe`` (CONTRACT.md §28): the checks judged on what
-:mod:`simacc.commands.observe_tally` kept of a log. Every statistical check is exact under the
+:mod:`simacc.commands.serving.observe_tally` kept of a log. Every statistical check is exact under the
 law (independent draws from it) at its share of the verdict's false-alarm rate; those that a
 run breaking another assumption would also trip fail only when a second, robust form of the
 check agrees, so that each failure names what the run did:
@@ -23,7 +23,7 @@ fails the mean check in 99 runs of 100 at its rate.
 import math
 from dataclasses import dataclass
 
-from simacc.commands.observe_tally import LogError
+from simacc.commands.serving.observe_tally import LogError
 from simacc.contract import laws
 from simacc.harness.judging import statistics
 

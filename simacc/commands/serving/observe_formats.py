@@ -1,6 +1,6 @@
 """What ``simacc observe`` reads: each engine's output as the engine writes it (docs/laws.md has
 each field's source, file and line of the release), read in one pass into a
-:class:`~simacc.commands.observe_tally.Tally`, and what each can carry:
+:class:`~simacc.commands.serving.observe_tally.Tally`, and what each can carry:
 
 * ``records``: simacc's JSON Lines, a record per request per step (every check);
 * ``vllm-responses``: vLLM's response bodies (``metrics.speculative_decoding``), one a line: the
@@ -21,7 +21,7 @@ import json
 import math
 import re
 
-from simacc.commands.observe_tally import LogError
+from simacc.commands.serving.observe_tally import LogError
 
 CHUNK = 1 << 20
 FIELDS = ("step", "request", "accept_length")

@@ -3,7 +3,7 @@
 with the steps and the requests, never with the records: a step keeps its counts, its first
 length and whether another followed, its sums and the sums of the pairs of a request's
 consecutive records that start there, in compact arrays (about 100 bytes); a request its last
-record. :mod:`simacc.commands.observe_checks` judges what is kept.
+record. :mod:`simacc.commands.serving.observe_checks` judges what is kept.
 """
 
 import math

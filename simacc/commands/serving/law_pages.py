@@ -1,5 +1,5 @@
 """``simacc laws --html`` and ``simacc observe --html``: each as one self-contained page (the
-style of :mod:`simacc.commands.report_html`, each plot a PNG in a data URI, matplotlib through its
+style of :mod:`simacc.commands.html_pages`, each plot a PNG in a data URI, matplotlib through its
 object API; without matplotlib, the text charts the terminal would show).
 
 The laws page draws every engine's law of one request's length, a panel each, and the spread of a
@@ -16,11 +16,11 @@ import html
 import io
 import math
 
-from simacc.commands import report_html
+from simacc.commands import html_pages
 from simacc.contract import laws
 from simacc.harness.judging.distributions import Distribution
 
-RED, GREY, DARK = report_html.RED, report_html.GREY, "#3a3a3c"
+RED, GREY, DARK = html_pages.RED, html_pages.GREY, "#3a3a3c"
 
 
 def _e(text):
@@ -31,7 +31,7 @@ def _page(title, body, summary="", colour=""):
     said = f"<p class='summary {colour}'>{_e(summary)}</p>\n" if summary else ""
     full = f"{title}: {summary}" if summary else title
     return (f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>{_e(full)}</title>"
-            f"<style>{report_html.STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n{said}{body}\n</body></html>\n")
+            f"<style>{html_pages.STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n{said}{body}\n</body></html>\n")
 
 
 def _png(fig):
@@ -51,7 +51,7 @@ def _no_plots(text):
 def laws_page(table, length, steps, batch, text):
     """The page of ``simacc laws``: a plot of the laws, and ``text``, the table as printed."""
     shown = [r for r in table if not r.law.cannot]
-    if report_html.plots_available():
+    if html_pages.plots_available():
         picture = _image(f"each engine's law at AL {length:g}, K = {steps}", plot_laws(shown, steps, batch))
     else:
         picture = _no_plots("\n".join(
@@ -97,7 +97,7 @@ def observe_page(verdict, name, text):
     summary = f"{said} the law of {verdict.law.engine.title} at AL {verdict.law.length:g}, K = {verdict.law.steps}"
     if verdict.supports == "mean":
         picture = "<p class=note>(a mean alone: nothing to draw)</p>"
-    elif report_html.plots_available():
+    elif html_pages.plots_available():
         picture = _image("the run against the law", plot_run(verdict))
     else:
         labels = tuple(str(a) for a in range(1, verdict.law.steps + 2))

@@ -46,15 +46,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simacc.commands import check, terminal, verdict
+from simacc.commands import terminal
+from simacc.commands.checking import conformance, verdict
 from simacc.commands.exits import Exit, SessionError
 from simacc.harness.config import contracts
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import CHECKED, FAILED, Status, failures_first, worst
 from simacc.harness.processes import interrupts
+from simacc.harness.processes.atomic import write_atomically
 from simacc.harness.sessions import session
 
-OPTIONS = tuple(name for name in check.OPTIONS if name != "profile")  # a fuzz session is the thorough profile
+OPTIONS = tuple(name for name in conformance.OPTIONS if name != "profile")  # a fuzz session is the thorough profile
 SCHEDULE = (100, 400, 1600, 6400)  # examples per property in each pass; the last one repeats
 STOP_GRACE_S = 20  # how long an interrupted pass may take to end before it is killed
 POLL_S = 0.2
@@ -156,7 +158,7 @@ class Tally:
             return None
         message = (result.message.splitlines() or [result.status.value])[0]
         shown = dataclasses.replace(result, repro=str(opts.shown(result.repro))) if result.repro else result
-        replay = check.replay(shown, chosen)
+        replay = conformance.replay(shown, chosen)
         found = Failure(name, message, replay, not result.repro or result.repro not in self.known, seconds, worker,
                         pass_number)
         self.failures[key] = found
@@ -199,7 +201,7 @@ def run(args):
     print(fuzz.summary(code))
     if args.json is not None:
         try:
-            check.write_atomically(args.json, json.dumps(fuzz.to_json(code), indent=2) + "\n")
+            write_atomically(args.json, json.dumps(fuzz.to_json(code), indent=2) + "\n")
         except OSError as e:
             print(f"simacc fuzz: error: {e.filename}: {e.strerror}", file=sys.stderr)
             return Exit.USAGE
@@ -388,7 +390,7 @@ class Session:
     def header(self):
         from simacc.harness.config import profiles
 
-        h = check.header_of(self.chosen, self.loaded)
+        h = conformance.header_of(self.chosen, self.loaded)
         chosen = self.chosen
         schedule = (f"{chosen.max_examples} examples per property in every pass" if chosen.max_examples else
                     f"passes of {', '.join(map(str, SCHEDULE[:-1]))}, then {SCHEDULE[-1]} examples per property "
@@ -448,7 +450,7 @@ class Session:
             "workers": len(self.workers),
             "passes": tally.passes,
             "passes_cut_short": tally.cut,
-            "header": check.header_of(self.chosen, self.loaded),
+            "header": conformance.header_of(self.chosen, self.loaded),
             "database": self.chosen.database,
             "database_readonly": self.chosen.database_readonly,
             "properties": {p: {"examples": tally.examples.get(p), "runs": tally.runs[p],

@@ -3,11 +3,11 @@ checked against the law it asked for (CONTRACT.md §28), with a record in the sh
 verification (status, observed AL, tolerance, power, evidence) that the benchmark's result can
 carry.
 
-LOG is what the engine wrote (:mod:`simacc.commands.observe_formats`: simacc's JSON Lines of
+LOG is what the engine wrote (:mod:`simacc.commands.serving.observe_formats`: simacc's JSON Lines of
 ``accept_length`` per request per step, vLLM's responses or Prometheus scrape, sglang's server
 log or responses, ATOM's stats), read in one pass in memory that grows with the steps and the
-requests, not the records (:mod:`simacc.commands.observe_tally`). The verdict
-(:mod:`simacc.commands.observe_checks`): every length in ``1..K+1``; the joint law within a
+requests, not the records (:mod:`simacc.commands.serving.observe_tally`). The verdict
+(:mod:`simacc.commands.serving.observe_checks`): every length in ``1..K+1``; the joint law within a
 step; no drift within the run; no serial dependence within a request; the mean, with Bernstein's
 interval at the law's variance; the distribution, with the per-point Chernoff band. The statistical checks share :data:`FALSE_ALARM` (a union bound), and the verdict
 states its power: a log too small to see a shift of 0.1 in AL is INCONCLUSIVE, never a match.
@@ -21,12 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-from simacc.commands import laws as laws_command
-from simacc.commands import observe_formats as formats
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
-from simacc.commands.observe_checks import FALSE_ALARM, POWER, SHIFT, judge, shift
-from simacc.commands.observe_tally import LogError, Tally
+from simacc.commands.serving import arguments
+from simacc.commands.serving import observe_formats as formats
+from simacc.commands.serving.observe_checks import FALSE_ALARM, POWER, SHIFT, judge, shift
+from simacc.commands.serving.observe_tally import LogError, Tally
 from simacc.contract import laws
 from simacc.harness.config import settings as opts
 from simacc.harness.processes.atomic import write_atomically
@@ -180,7 +180,7 @@ def register(subparsers):
     p.add_argument("log", metavar="LOG", help="the run's output (- for stdin)")
     p.add_argument("--engine", required=True, choices=laws.ENGINES, metavar="ENGINE",
                    help=f"the engine whose law the run asked for: {', '.join(laws.ENGINES)}")
-    p.add_argument("--length", required=True, type=opts.argtype(laws_command.length), metavar="AL",
+    p.add_argument("--length", required=True, type=opts.argtype(arguments.length), metavar="AL",
                    help="the mean acceptance length asked for (accepted drafts + 1)")
     p.add_argument("--steps", required=True, type=opts.argtype(opts.positive_int), metavar="K",
                    help="drafts per request per step (num_speculative_tokens)")
@@ -246,7 +246,7 @@ def run(args):
         print(f"simacc observe: error: {message}", file=sys.stderr)
         return Exit.USAGE
 
-    said = laws_command.check_folders("observe", args.json, args.html)
+    said = arguments.check_folders("observe", args.json, args.html)
     if said:
         return usage(said.removeprefix("simacc observe: error: ") + "; try 'simacc observe --help'")
     law = laws.law(args.engine, args.length, args.steps)
@@ -271,7 +271,7 @@ def run(args):
         if args.json is not None:
             write_atomically(args.json, json.dumps(record(verdict, name, digest, kind), indent=2) + "\n")
         if args.html is not None:
-            from simacc.commands import law_pages
+            from simacc.commands.serving import law_pages
 
             write_atomically(args.html, law_pages.observe_page(verdict, name, text))
     except OSError as e:

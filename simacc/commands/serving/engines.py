@@ -4,10 +4,10 @@ layout, the level, the verdict and the time.
 
 An engine's code is whatever ``import`` finds (installed, or its wheel's files on
 ``PYTHONPATH``, as docs/vllm.md says), or, with ``--version NAME==VERSION``, that release's
-wheel, fetched and unpacked (:mod:`simacc.commands.wheels`) and put first on the check's
+wheel, fetched and unpacked (:mod:`simacc.commands.serving.wheels`) and put first on the check's
 ``PYTHONPATH``; ``--python NAME=PATH`` runs that engine's checks with another interpreter (an
 environment in which its modules import: ``benchmarks/engine_env.sh``). Before any check
-runs, each layout's code is read from the files (:mod:`simacc.commands.engine_api`): a
+runs, each layout's code is read from the files (:mod:`simacc.commands.serving.engine_api`): a
 layout a version does not have is a row that says so, and what changed between two versions
 of one engine is said first. A row whose code is not there, or does not import, says so with
 the reason; nothing is guessed. Each check runs in a process of its own, on the CPU unless
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from simacc.commands import engine_api, wheels
+from simacc.commands.serving import engine_api, wheels
 from simacc.commands.exits import Exit
 from simacc.harness.processes import forkserver
 

@@ -5,7 +5,8 @@ tests (devices, parameters) are done, or one per test with ``-v``; with ``-q`` n
 
 from collections import Counter
 
-from simacc.commands import terminal, verdict
+from simacc.commands import terminal
+from simacc.commands.checking import verdict
 from simacc.harness.config.status import FAILED, Status, worst
 
 

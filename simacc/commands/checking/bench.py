@@ -101,17 +101,17 @@ def wall_times(progress):
 def mutant_medians(seeds, workers):
     """``[{name, kind, median, examples}]``: examples to the first failure per seed."""
     from simacc import zoo
-    from simacc.commands import mutants
+    from simacc.commands.checking import zoo_runs
 
-    result = mutants.run_zoo(list(zoo.MUTANTS.values()), seeds=seeds, workers=workers, expected_only=True,
-                             profile="default")
+    result = zoo_runs.run_zoo(list(zoo.MUTANTS.values()), seeds=seeds, workers=workers, expected_only=True,
+                              profile="default")
     return [dict(name=r.name, kind=r.kind, verdict=r.verdict, median=r.median_examples, shrunk=r.shrunk,
                  examples=[run.examples for run in r.runs]) for r in result.rows if r.runs]
 
 
 def medians_from(path):
     """The same rows from a ``simacc mutants --json`` file, instead of running the zoo again."""
-    from simacc.commands import mutants
+    from simacc.commands.checking import zoo_runs
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -119,8 +119,8 @@ def medians_from(path):
         raise ValueError(f"{path}: not JSON ({e})") from None
     except OSError as e:
         raise ValueError(f"{path}: {e.strerror}") from None
-    if not isinstance(data, dict) or data.get("schema") != mutants.SCHEMA:
-        raise ValueError(f"{path} is not a simacc mutants JSON file (schema {mutants.SCHEMA})")
+    if not isinstance(data, dict) or data.get("schema") != zoo_runs.SCHEMA:
+        raise ValueError(f"{path} is not a simacc mutants JSON file (schema {zoo_runs.SCHEMA})")
     return [dict(name=r["name"], kind=r["kind"], verdict=r["verdict"], median=r["median_examples"],
                  shrunk=r.get("shrunk", ""), examples=[run["examples"] for run in r["runs"]])
             for r in data["rows"] if r["runs"] and r["kind"] != "correct"]
@@ -187,7 +187,7 @@ def register(subparsers):
 
 
 def run(args):
-    from simacc.commands.check import write_json
+    from simacc.commands.checking.conformance import write_json
 
     def progress(message):
         print(message, file=sys.stderr, flush=True)

@@ -12,41 +12,23 @@ changes in this process.
 
 import base64
 import html
-import importlib.util
 import io
 
-from simacc.commands import verdict
+from simacc.commands import html_pages
+from simacc.commands.checking import verdict
 from simacc.harness.config.status import CHECKED, FAILED
 from simacc.harness.judging.distributions import Distribution
 
-RED, GREY = "#c1121f", "#8e8e93"
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #1d1d1f; }
-h1 { font-size: 1.4em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 2em; }
-h3 { font-size: 1em; margin: 0 0 .5em; font-family: ui-monospace, monospace; }
-table { border-collapse: collapse; } td, th { padding: .2em .8em .2em 0; text-align: left; vertical-align: top; }
-.verdict td, .verdict th { border-bottom: 1px solid #e3e3e6; } .num { text-align: right; }
-.header th { font-weight: normal; color: #6e6e73; }
-pre { background: #f5f5f7; padding: .6em .8em; white-space: pre-wrap; margin: .4em 0; font-size: 12.5px; }
-code { font-family: ui-monospace, monospace; font-size: 12.5px; }
-.summary { font-weight: 600; font-size: 1.1em; }
-.red { color: #c1121f; } .green { color: #2b8a3e; } .yellow { color: #a06000; }
-.failure { border-left: 4px solid #c1121f; padding: .6em 1em; margin: 1.2em 0; background: #fffafa; }
-.replay { user-select: all; } .verdict code { white-space: nowrap; } img { max-width: 100%; } .note { color: #6e6e73; }
-"""
-
-
-def plots_available():
-    return importlib.util.find_spec("matplotlib") is not None
+RED, GREY = html_pages.RED, html_pages.GREY
 
 
 def page(result):
-    """The HTML page of a :class:`~simacc.commands.verdict.Verdict`."""
+    """The HTML page of a :class:`~simacc.commands.checking.verdict.Verdict`."""
     header = result.header
     title = f"simacc check {header.get('impl') or ''}".strip()
     colour = {"conformant": "green", "not conformant": "red"}.get(result.outcome, "yellow")
     parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>{_e(title)}: {_e(result.outcome)}"
-             f"</title><style>{STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>"]
+             f"</title><style>{html_pages.STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>"]
     if header.get("contract"):  # the child said what it loaded
         parts.append("<table class=header>" + "".join(f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>"
                                                       for name, value in verdict.header_rows(header)) + "</table>")
@@ -98,7 +80,7 @@ def _failure(r):
 
 def _picture(distribution):
     """The plot of ``distribution`` as an inline image, or its text chart without matplotlib."""
-    if plots_available():
+    if html_pages.plots_available():
         return (f"<img alt='{_e(distribution.what)}: observed against expected' "
                 f"src='data:image/png;base64,{plot(distribution)}'>")
     return (f"<pre>{_e(chr(10).join(distribution.chart()))}</pre><p class=note>(pip install matplotlib for a "
