@@ -128,6 +128,17 @@ def test_ci_with_a_database_runs_a_fixed_seed_since_hypothesis_forbids_derandomi
     assert seed(profile="default", database="db") is None
 
 
+def test_a_projects_ini_impl_and_the_ci_profile_are_resolved_with_everything_else():
+    """The ini's IMPL sits below the option and SIMACC_IMPL (the plugin applied it after
+    resolving); the profile CI picks is the one simacc mutants takes."""
+    ini = {"impl": "references"}
+    assert opts.resolve({}, environ={}, ini=ini).impl == "references"
+    assert opts.resolve({}, environ={"SIMACC_IMPL": "m:f"}, ini=ini).impl == "m:f"
+    assert opts.resolve({"impl": "a:b"}, environ={"SIMACC_IMPL": "m:f"}, ini=ini).impl == "a:b"
+    assert opts.resolve({}, environ={"CI": "true"}).profile == opts.default_profile({"CI": "true"}) == "ci"
+    assert opts.default_profile({}) == "default"
+
+
 def test_both_headers_say_the_seed_a_derandomized_profile_runs_with_a_database(tmp_path):
     """(before: simacc check's header said "derandomized" while the properties ran seed 0)"""
     from simacc.commands.checking import conformance, verdict

@@ -288,9 +288,10 @@ class Settings:
                       for k, v in data.items()})
 
 
-def resolve(given, environ=None, root=None, home=None):
+def resolve(given, environ=None, root=None, home=None, ini=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
-    as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults, and what
+    as the options hold them), then ``SIMACC_*`` in ``environ``, then ``ini`` (a project's
+    own, from its pytest configuration: ``simacc_impl``), then the defaults, and what
     follows from them: the level a contract forces, and the seed of a derandomized profile
     given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
     working directory); the project's corpus is by default in ``home`` (pytest's rootdir;
@@ -306,9 +307,11 @@ def resolve(given, environ=None, root=None, home=None):
                     value = option.parse(environ[variable])
                 except ValueError as e:
                     raise SettingsError(f"{variable}: {e}") from None
+        if value is None:
+            value = (ini or {}).get(option.name)
         if value is not None:
             values[option.name] = tuple(value) if option.repeat else value
-    values.setdefault("profile", "ci" if environ.get("CI") else "default")
+    values.setdefault("profile", default_profile(environ))
     for name in ("tokenizer", "xfails", "repro_dir", "corpus"):
         if name in values:
             values[name] = root / values[name]
@@ -335,6 +338,11 @@ def resolve(given, environ=None, root=None, home=None):
         except tokenizer.TokenizerError as e:
             raise SettingsError(str(e)) from None
     return settings
+
+
+def default_profile(environ=None):
+    """The profile where none is chosen: ``ci`` under CI (``CI`` set), else ``default``."""
+    return "ci" if (os.environ if environ is None else environ).get("CI") else "default"
 
 
 def seed_text(seed, profile):

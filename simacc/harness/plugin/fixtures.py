@@ -63,11 +63,10 @@ def pytest_configure(config):
         chosen = opts.Settings.from_json(json.loads(handed))
     else:
         try:
-            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath)
+            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath,
+                                  ini={"impl": config.getini("simacc_impl") or None})
         except opts.SettingsError as e:
             raise pytest.UsageError(str(e)) from None
-        if chosen.impl is None and config.getini("simacc_impl"):
-            chosen = dataclasses.replace(chosen, impl=config.getini("simacc_impl"))
     given = getattr(config, "workerinput", {}).get("simacc_prefix")
     path = config.getoption("simacc_stream")
     config.stash[STATE] = State(chosen, path, prefix=given or path or watch.plain_prefix())
