@@ -62,8 +62,9 @@ import torch
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import simacc as sa
+from simacc import strategies as sx
 from simacc.contract.sampling import sample_simulated_acc_len
-from simacc.harness.config import contracts, grad_modes
+from simacc.harness.config import grad_modes
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.model.cases import DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
@@ -517,7 +518,7 @@ class EagleLoop(SlotsLoop):
         case = EagleCase(**{"candidates": None, "target_predict": None, **tensors},
                          predict=TensorArg(predict_before), **scalars, seed=seed)
         live = {"candidates": None, "target_predict": None, **live, **scalars}
-        return Step(case, {name: live[name] for name in contracts.EAGLE_PARAMS}, self.where())
+        return Step(case, {name: live[name] for name in sx.EAGLE.params}, self.where())
 
     def length(self, outcome, step):
         length = support.length_of(self.simacc, outcome, step, "num_correct_drafts")

@@ -80,11 +80,10 @@ def server_batches_for_impl(impl):
 
 
 def cases_for_impl(impl):
-    """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
-    registers for it, given what it takes of the implementation (a property every contract
-    shares)."""
-    strategy, takes = sx.BY_CONTRACT[impl.contract]
-    return _built(strategy, tuple((name, getattr(impl, name)) for name in takes), ())
+    """Cases of the implementation's own contract, from the strategy its record holds, given
+    what it takes of the implementation (a property every contract shares)."""
+    record = impl.record
+    return _built(record.strategy, tuple((name, getattr(impl, name)) for name in record.takes), ())
 
 
 # -- oracles --------------------------------------------------------------------------------

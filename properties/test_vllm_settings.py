@@ -12,7 +12,7 @@ from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.strategies import vllm as sv
 
-SETTINGS = "vllm_settings"
+SETTINGS = sx.VLLM_SETTINGS
 
 
 def _rates(case):
@@ -91,7 +91,7 @@ def test_vllm_a_length_outside_one_to_k_plus_one_is_rejected(simacc, case):
     _rejected(simacc, case, f"length {case.synthetic_acceptance_length!r}")
 
 
-@claim("vllm_conversion", case=sx.conversion_cases())
+@claim(sx.VLLM_CONVERSION, case=sx.conversion_cases())
 def test_vllm_conditional_rates_are_quotients_of_the_unconditional_ones(simacc, case):
     """c_i = p_i / p_(i-1) in float64 (p_(-1) = 1; 0 where p_(i-1) = 0), as a float32 (K,) tensor on the device (§14)."""
     outcome = simacc.run(case)

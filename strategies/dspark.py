@@ -1,7 +1,8 @@
-"""Strategies for sglang's DSpark layouts (CONTRACT.md §19-§21): the step's length, the simulated
-bonus and the accept under a simulated length.
+"""sglang's DSpark (CONTRACT.md Part III, §19-§21): the records of its layouts (the step's length,
+the simulated bonus, drawn from Python's global generator, and the accept under a simulated length;
+no fixed mode, so no fixed id) and the strategies of their cases.
 
-As in :mod:`simacc.strategies.cases`, the case's seed seeds every tensor's contents, so a case
+As in :mod:`simacc.strategies.eagle`, the case's seed seeds every tensor's contents, so a case
 makes few draws. DSpark's Triton kernels address a token row through its row stride only
 (CONTRACT.md §20.1, §21.5), so a case's tensors are all contiguous, all one element into their
 storage (``offset``), or its 2-D row tensors the leading columns of wider rows (``padded``, the
@@ -16,19 +17,25 @@ import math
 import torch
 from hypothesis import strategies as st
 
+from simacc.contract import dspark as reference
 from simacc.contract.caller import DEFAULT_METHOD
-from simacc.harness.config.contracts import DSPARK_BONUSES, VLLM_REQUESTS
+from simacc.contract.sampling import METHODS
+from simacc.harness.config.contracts import Contract
 from simacc.harness.model.cases import DsparkAcceptCase, DsparkBonusCase, DsparkLengthCase, TensorArg
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
-from simacc.strategies.cases import _Contents, _logits
+from simacc.strategies.eagle import _Contents, _logits
+from simacc.strategies.vllm import GREEDY
 
+DSPARK_ACCEPT_PARAMS = ("candidates", "target_predict", "seq_lens", "verify_lens", "gate", "correct_len_out",
+                        "bonus_out", "cap_trim_lens_out", "commit_lens_out", "new_seq_lens_out", "out_tokens_out")
+BONUSES = ("target", "bonus_in", "bonus_parts")  # where an accept case's bonus comes from (§21.2): its modes
 MAX_GAMMA = 8  # a server's usual draft count; the cases reach past it (LONG_GAMMA) in about one in two
 LONG_GAMMA = 16  # as vLLM's LONG_K: a kernel, count or length sized for a block of 8 drafts shows past 8
 _ROW_LAYOUTS = st.sampled_from(("contiguous", "offset", "padded"))
 _BUFFER_LAYOUTS = st.sampled_from(("contiguous", "strided", "offset"))  # the length's buffer: any one-element view
 _BOOLEANS = st.booleans()
-_NAN = st.integers(0, 0).map(lambda _: math.nan)  # a branch with a draw of its own, as in strategies.cases
+_NAN = st.integers(0, 0).map(lambda _: math.nan)  # a branch with a draw of its own, as in strategies.eagle
 # a toy vocabulary, or now and then one that the upstream kernels split into blocks of 4096 (one, two, three)
 _VOCABS = st.sampled_from((*range(1, 65), 4096, 4097, 8193))
 # or, for a property that needs one, a vocabulary split into blocks in about a quarter of the cases: a mistake per
@@ -96,7 +103,7 @@ def _dspark_length_cases(draw, gammas, methods):
     )
 
 
-def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1, split_vocabularies=False):
+def dspark_bonus_cases(*, modes=GREEDY, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1, split_vocabularies=False):
     """Cases for DSpark's simulated bonus: ``bs`` requests of ``rows_per_request`` verify rows
     each, logits with one maximum a row (integer scores below it, so the greedy bonus is one
     token on every device), ``correct_len`` one row for the batch (as DSpark passes it) or one
@@ -108,8 +115,8 @@ def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_
     vocabulary past 4096 in about a quarter of the cases instead of now and then. Shrinks toward bs=1, one row, greedy, a small
     vocabulary, no tiny temperature.
     """
-    if not modes or set(modes) - set(VLLM_REQUESTS):
-        raise ValueError(f"{modes=} must be a non-empty subset of {VLLM_REQUESTS}")
+    if not modes or set(modes) - set(GREEDY):
+        raise ValueError(f"{modes=} must be a non-empty subset of {GREEDY}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
     sc._check_range("min_rows", 1, "max_rows", max_rows)
     return _dspark_bonus_cases(st.sampled_from(tuple(modes)), st.integers(max(min_bs, 1), max_bs),
@@ -180,7 +187,7 @@ def _server_bonus_case():
         bs=_SERVER_BS, rows_per_request=1, seed=0)
 
 
-def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=LONG_GAMMA,
+def dspark_accept_cases(*, bonuses=BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=LONG_GAMMA,
                         simulated=None, gated=None):
     """Cases for DSpark's accept (the layout of ``static_accept_tail``): ``bs`` rows of an anchor
     and ``gamma`` drafts (past :data:`MAX_GAMMA` in about one case in two), each row's target
@@ -194,8 +201,8 @@ def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamm
     ``target_predict``, as the fold passes it.
     Shrinks toward bs=1, gamma=min_gamma, a simulated length of 0, the target's bonus, contiguous.
     """
-    if not bonuses or set(bonuses) - set(DSPARK_BONUSES):
-        raise ValueError(f"{bonuses=} must be a non-empty subset of {DSPARK_BONUSES}")
+    if not bonuses or set(bonuses) - set(BONUSES):
+        raise ValueError(f"{bonuses=} must be a non-empty subset of {BONUSES}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
     sc._check_range("min_gamma", max(min_gamma, 0), "max_gamma", max_gamma)
     simulations = _BOOLEANS.map(lambda real: not real) if simulated is None else st.just(simulated)
@@ -296,3 +303,16 @@ def _server_accept_case(sim):
     values = _accept_values(_Contents(DsparkAcceptCase, 0), _SERVER_BS, MAX_GAMMA, sim, _SERVER_BS + 7, True,
                             151_936, True, True, "target", None)
     return DsparkAcceptCase(**_placed(values, "contiguous"), vocab=151_936, seed=0)
+
+
+# -- the records: a length case's mode is the method read at import (§19), a bonus case's which requests
+# sample, an accept case's where its bonus comes from
+
+DSPARK_LENGTH = Contract("dspark_length", ("simulated_correct_len", "simulate_acc_len", "gamma"),
+                         reference.begin_simulated_step, DsparkLengthCase, dspark_length_cases, METHODS)
+DSPARK_BONUS = Contract(
+    "dspark_bonus", ("target_logits", "correct_len", "temperatures", "bs", "rows_per_request"),
+    reference.simulated_bonus_sample, DsparkBonusCase, dspark_bonus_cases, GREEDY, draws=("random",),
+)
+DSPARK_ACCEPT = Contract("dspark_accept", DSPARK_ACCEPT_PARAMS, reference.static_accept_tail, DsparkAcceptCase,
+                         dspark_accept_cases, BONUSES, draws=())

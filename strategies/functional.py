@@ -1,5 +1,5 @@
-"""Cases for the functional contract (:mod:`simacc.contract.functional`): verify states like
-the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
+"""The functional contract (:mod:`simacc.contract.functional`, CONTRACT.md §10): its record and
+its cases, verify states like the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
 
 Shapes come from a short menu (``SHAPES``), not from ranges: an eager JAX op compiles once
 for every new shape (tens of milliseconds an op, about a second for a whole call on two
@@ -16,6 +16,8 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
+from simacc.contract import functional as reference
+from simacc.harness.config.contracts import Contract
 from simacc.harness.model.cases import FunctionalCase, TensorArg
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
@@ -100,3 +102,12 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns, fixed_token_
         fixed_token_id=fixed_token_id,
         seed=draw(_SEEDS, label="seed"),
     )
+
+
+FUNCTIONAL = Contract(
+    "functional",
+    ("accept_index", "predict", "candidates", "target_predict", "valid_mask", "spec_steps", "simulate_acc_len",
+     "simulate_acc_method", "simulate_acc_token_mode", "fixed_token_id", "rng"),
+    reference.simulated_acceptance, FunctionalCase, functional_cases, sa.TOKEN_MODES, takes=("fixed_token_id",),
+    keyword_style="jax", level="semantic", draws=("inputs",),
+)

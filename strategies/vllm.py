@@ -1,11 +1,12 @@
-"""Strategies for vLLM's synthetic acceptance (CONTRACT.md §13-§18): settings, and coherent
-batches for the decision (V1's layout, uniforms given), V1's sampler and V2's.
+"""vLLM's synthetic acceptance (CONTRACT.md Part II, §13-§18): the records of its keyword-only
+layouts, and the strategies of their cases: settings, and coherent batches for the decision
+(V1's layout, uniforms given), V1's sampler and V2's.
 
 A case (:mod:`simacc.harness.model.cases`) is plain data, CPU values and a few ints, that builds
 fresh keyword arguments on any device (``args(device)``), generators included. As in
-:mod:`simacc.strategies.cases`, a batch makes few draws: the shape of the batch and how its contents are made (placeholders,
-greedy rows, seeded requests, uniforms at the edges) are draws, the contents come from the
-batch's one ``seed``.
+:mod:`simacc.strategies.eagle`, a batch makes few draws: the shape of the batch and how its
+contents are made (placeholders, greedy rows, seeded requests, uniforms at the edges) are draws,
+the contents come from the batch's one ``seed``.
 """
 
 import functools
@@ -15,6 +16,8 @@ import torch
 from hypothesis import strategies as st
 
 from simacc.contract import vllm as ref
+from simacc.contract import vllm_v2 as ref2
+from simacc.harness.config.contracts import Contract
 from simacc.harness.model.cases import ConversionCase, DecisionCase, SettingsCase, TensorArg, V1Case, V2Case
 from simacc.strategies import scalars as sc
 
@@ -22,7 +25,8 @@ MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative token
 LONG_K = 16  # the decision's K reaches past MAX_K now and then: a kernel sized for 8 drafts shows
 MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and then some
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
-GREEDY = ("greedy", "random", "mixed")
+GREEDY = ("greedy", "random", "mixed")  # which requests of a batch sample: its cases' modes
+KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a settings case gives: its modes
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
 REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
 FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
@@ -546,3 +550,31 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
         synthetic_conditional_rates=TensorArg(conditional),
         seed=seed,
     )
+
+
+# -- the records: keyword-only layouts, their cases' modes the knobs given or which requests sample
+
+VLLM_SETTINGS = Contract(
+    "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
+    ref.resolve_synthetic_rates, SettingsCase, synthetic_settings, KNOBS, draws=(), server_env=(),
+)
+VLLM_CONVERSION = Contract("vllm_conversion", ("unconditional_rates", "device"), ref.conditional_rates,
+                           ConversionCase, conversion_cases, ("rates",), draws=(), server_env=())
+VLLM_DECISION = Contract(
+    "vllm_decision",
+    ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
+     "recovered_token_ids", "bonus_token_ids", "is_greedy"),
+    ref.synthetic_accept, DecisionCase, decision_cases, GREEDY, draws=(), server_env=(),
+)
+VLLM_V1 = Contract(
+    "vllm_v1",
+    ("draft_token_ids", "num_draft_tokens", "target_logits", "bonus_token_ids", "is_greedy", "generators",
+     "synthetic_conditional_rates"),
+    ref.synthetic_rejection_sample, V1Case, v1_cases, GREEDY, server_env=(),
+)
+VLLM_V2 = Contract(
+    "vllm_v2",
+    ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
+     "synthetic_conditional_rates"),
+    ref2.synthetic_rejection_sample_v2, V2Case, v2_cases, GREEDY, level="semantic", draws=("inputs",), server_env=(),
+)

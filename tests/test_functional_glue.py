@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
+from simacc import strategies as sx
 from simacc import properties
 from simacc.contract import jaxbridge
 from simacc.harness.call import impl
@@ -54,7 +55,7 @@ def glued(tmp_path, monkeypatch):
         for name in ("my_port", "my_port.simulate"):
             monkeypatch.delitem(sys.modules, name, raising=False)
         monkeypatch.setattr(port, "SIMULATED_ACCEPTANCE_CONFIG", port.SIMULATED_ACCEPTANCE_CONFIG)  # restored after
-        return impl.load(f"{path}:generate", fixed_token_id=fixed_token_id)
+        return impl.load(f"{path}:generate", sx.CONTRACTS, fixed_token_id=fixed_token_id)
 
     yield load
     for name in ("my_port", "my_port.simulate"):

@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
+from simacc import strategies as sx
 from simacc import properties, zoo
 from simacc.commands import cli
 from simacc.harness.call import impl, tamper
@@ -107,7 +108,7 @@ def _case():
 @pytest.mark.parametrize("entry", ["draws_from_os_entropy", "draws_from_an_unseeded_numpy_generator"])
 def test_ranks_that_draw_different_lengths_say_so(entry):
     mutant = zoo.MUTANTS[entry]
-    (result,) = inprocess.run(impl.load(mutant.spec, level="semantic"), "cpu", [properties.find(RANKS)],
+    (result,) = inprocess.run(impl.load(mutant.spec, sx.CONTRACTS, level="semantic"), "cpu", [properties.find(RANKS)],
                               settings=KILLING)
     assert result.status == Status.FAIL
     assert result.message.startswith("AssertionError: rank 0 drew L=") and ", rank 1 drew L=" in result.message
@@ -118,7 +119,7 @@ def test_each_rank_is_launched_with_its_identity_and_a_clock_of_its_own():
     """As torchrun launches its workers: ``RANK`` and the rest in each rank's environment, and a
     process group in which ``get_rank()`` is the rank's; rank 1's clocks (wall, monotonic, the
     calendar's) :data:`ranks.CLOCK_SHIFT` ahead of rank 0's, the heartbeat's the real one; none of it in this process."""
-    both = ranks.Ranks(impl.reference("eagle"), "cpu", None, 30)
+    both = ranks.Ranks(impl.reference(sx.EAGLE), "cpu", None, 30)
     try:
         assert both._all("os:getenv", "RANK", limit=60) == ["0", "1"]
         assert both._all("os:getenv", "WORLD_SIZE", limit=60) == ["2", "2"]

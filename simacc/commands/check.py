@@ -62,7 +62,7 @@ def register(subparsers):
     )
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL", type=opts.argtype(str),
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL)")
-    opts.add_arguments(p, OPTIONS)
+    opts.add_arguments(p, OPTIONS, parse=CONTRACT_PARSE)
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure (the rest: not run)")
     p.add_argument("--list", action="store_true", help="list the properties that apply to IMPL, each with its "
                    "claim, and run none (-v: their tests, and what does not apply and why)")
@@ -123,6 +123,17 @@ def run(args):
     return result.exit_code
 
 
+def contract_name(text):
+    """``--contract``'s value: the name of a contract of the catalogue's (``ValueError`` naming
+    them), whose records are imported only when the option is given."""
+    from simacc import strategies as sx
+
+    return sx.contract(text).name
+
+
+CONTRACT_PARSE = {"contract": contract_name}
+
+
 def write_json(result, path):
     """Write ``result.to_json()`` to ``path`` atomically (the other commands' JSON too)."""
     write_atomically(path, json.dumps(result.to_json(), indent=2) + "\n")
@@ -137,6 +148,8 @@ def header_of(chosen, loaded, given=None):
         "version": loaded.get("version", ""),
         "contract": loaded.get("contract"),
         "contract_from": loaded.get("contract_from"),
+        "writes_a_fixed_id": loaded.get("writes_a_fixed_id"),  # what the header says of the contract
+        "samples_drafts_against_logits": loaded.get("samples_drafts_against_logits"),
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
         "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),

@@ -1,5 +1,5 @@
-"""What a session is configured with, read by every other room: one ``Contract`` record per
-contract (``contracts``), one ``Settings`` record per session and every option (``settings``),
+"""What a session is configured with, read by every other room: the type of a contract's record
+(``contracts``; the records live with their strategies, ``simacc.strategies``), one ``Settings`` record per session and every option (``settings``),
 the Hypothesis profiles and example databases (``profiles``), device names (``devices``), grad
 modes (``grad_modes``), a test's ``Status`` and its order of severity (``status``), and the
 served model's tokenizer (``tokenizer``).

@@ -1,4 +1,6 @@
-"""Composite strategies for whole cases: coherent verify states for each contract.
+"""The EAGLE family (CONTRACT.md §1-§8): sglang's EAGLE function, its legacy layouts, DFLASH's
+acceptance and the kernel op, with their records and the strategies that draw their cases:
+coherent verify states.
 
 Cases stay inside the contract (CONTRACT.md §4.7): accepted ranges are disjoint and inside
 ``predict``, and real-mode chains have ``D == W``. Roots follow sglang's ``i * D`` layout
@@ -18,7 +20,9 @@ import torch
 from hypothesis import strategies as st
 
 import simacc as sa
+from simacc.contract import reference
 from simacc.contract.sampling import METHODS, sample_simulated_acc_len
+from simacc.harness.config.contracts import Contract
 from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg, seeded
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
@@ -523,3 +527,38 @@ def _server_dflash_case(mode, logits=False):
         if logits else None,
         seed=0,
     )
+
+
+# -- the records ----------------------------------------------------------------------------------
+
+METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
+EAGLE_PARAMS = ("accept_index", "predict", "num_correct_drafts", "candidates", "target_predict", "bs", "spec_steps",
+                "simulate_acc_len", METHOD, MODE)
+LEGACY_ORDER = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_steps", "simulate_acc_len", METHOD)
+OLDEST_ORDER = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
+# what the third parameter of the legacy function was called over the releases (CONTRACT.md §6)
+LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
+
+EAGLE = Contract(
+    "eagle", EAGLE_PARAMS, reference.generate_simulated_accept_index, EagleCase, eagle_cases, sa.TOKEN_MODES,
+    takes=("modes",), orders={"positional": EAGLE_PARAMS},
+    omissions={"keywords": ((METHOD,), (MODE,), (METHOD, MODE)), "positional": ((MODE,), (METHOD, MODE))},
+)
+LEGACY = Contract(
+    "legacy", LEGACY_ORDER, reference.legacy_generate_simulated_accept_index, EagleCase, eagle_cases, ("fixed",),
+    takes=("modes",), keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
+    aliases={"num_correct_drafts": LEGACY_THIRD}, omissions={"legacy": ((METHOD,),)},
+)
+DFLASH = Contract(
+    "dflash",
+    ("candidates", "target_predict", "accept_len", "commit_lens", "bonus", "out_tokens", "simulate_acc_len", METHOD,
+     MODE),
+    reference.apply_dflash_simulated_acceptance, DflashCase, dflash_cases, sa.TOKEN_MODES,
+    omissions={"keywords": (("next_token_logits",),)},
+)
+KERNEL = Contract(
+    "kernel",
+    ("accept_indices", "predict_tokens", "num_correct_drafts", "candidate_tokens", "target_tokens", "width",
+     "num_accept_tokens", "real_tokens"),
+    reference.simulated_accept, KernelCase, kernel_cases, sa.TOKEN_MODES, draws=(),
+)
