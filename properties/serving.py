@@ -67,10 +67,11 @@ from simacc.contract.sampling import sample_simulated_acc_len
 from simacc.harness.config import grad_modes
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
-from simacc.harness.model.cases import DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.model.programs import Program
 from simacc.harness.model.repro_files import ReproError
 from simacc.properties import support
+from simacc.strategies import DflashCase, EagleCase, FunctionalCase, KernelCase
 from simacc.strategies import functional as fn
 from simacc.strategies import scalars as sc
 from simacc.strategies import serving as sv

@@ -21,7 +21,8 @@ from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal, describe
 from simacc.harness.judging.distributions import Distribution
-from simacc.harness.model.cases import EagleCase, TensorArg, seeded
+from simacc.harness.model.cases import TensorArg, seeded
+from simacc.strategies import EagleCase
 
 # -- strategies for the implementation under test ------------------------------------------
 

@@ -18,8 +18,9 @@ from simacc import strategies as sx
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import DsparkBonusCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import DsparkBonusCase
 from simacc.strategies.dspark import dspark_bonus_server_batches
 
 cases = sx.dspark_bonus_cases()

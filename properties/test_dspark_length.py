@@ -12,8 +12,9 @@ from simacc.contract.caller import DEFAULT_METHOD
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import DsparkLengthCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import DsparkLengthCase
 
 cases = sx.dspark_length_cases()
 # (gamma, x): at T = 4 one between two counts, one next to the top (a length that never reaches T shows); at

@@ -22,8 +22,9 @@ from simacc import strategies as sx
 from simacc.contract import jaxbridge
 from simacc.harness.judging import statistics
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import FunctionalCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import FunctionalCase
 
 MAX_LEN = 4
 BS = 4  # the strategies' (4, W, W) shape, with W = MAX_LEN: its code is compiled already

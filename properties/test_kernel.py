@@ -14,8 +14,9 @@ import torch
 from simacc import strategies as sx
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import KernelCase
 
 cases = sx.kernel_cases()
 real_cases = sx.kernel_cases(modes=("real-draft-token",))

@@ -17,7 +17,8 @@ import torch
 
 from simacc import strategies as sx
 from simacc.harness.judging.assertions import check, describe
-from simacc.harness.model.cases import DecisionCase, TensorArg, V1Case, V2Case
+from simacc.harness.model.cases import TensorArg
+from simacc.strategies import DecisionCase, V1Case, V2Case
 
 
 @dataclass(frozen=True)

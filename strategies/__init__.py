@@ -8,12 +8,26 @@ its case types and its strategies; :data:`CONTRACTS` lists every record, as PyTo
 ``op_db`` does, and is what the harness is handed wherever it needs every contract."""
 
 from simacc.harness.config.contracts import named
+from simacc.strategies.dspark import (
+    DSPARK_ACCEPT,
+    DSPARK_BONUS,
+    DSPARK_LENGTH,
+    DsparkAcceptCase,
+    DsparkBonusCase,
+    DsparkLengthCase,
+    dspark_accept_cases,
+    dspark_bonus_cases,
+    dspark_length_cases,
+)
 from simacc.strategies.eagle import (
     DFLASH,
     EAGLE,
     KERNEL,
     LEGACY,
     ROOT_LAYOUTS,
+    DflashCase,
+    EagleCase,
+    KernelCase,
     chain_cases,
     dflash_cases,
     dflash_server_batches,
@@ -23,16 +37,8 @@ from simacc.strategies.eagle import (
     roots,
     server_batches,
 )
-from simacc.strategies.dspark import (
-    DSPARK_ACCEPT,
-    DSPARK_BONUS,
-    DSPARK_LENGTH,
-    dspark_accept_cases,
-    dspark_bonus_cases,
-    dspark_length_cases,
-)
 from simacc.strategies.functional import SPARE as FUNCTIONAL_SPARE
-from simacc.strategies.functional import FUNCTIONAL, functional_cases
+from simacc.strategies.functional import FUNCTIONAL, FunctionalCase, functional_cases
 from simacc.strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
@@ -53,6 +59,11 @@ from simacc.strategies.vllm import (
     VLLM_SETTINGS,
     VLLM_V1,
     VLLM_V2,
+    ConversionCase,
+    DecisionCase,
+    SettingsCase,
+    V1Case,
+    V2Case,
     conversion_cases,
     decision_cases,
     synthetic_settings,
@@ -74,23 +85,35 @@ def contract(name):
 
 __all__ = [
     "CONTRACTS",
+    "ConversionCase",
     "DFLASH",
     "DSPARK_ACCEPT",
     "DSPARK_BONUS",
     "DSPARK_LENGTH",
+    "DecisionCase",
+    "DflashCase",
+    "DsparkAcceptCase",
+    "DsparkBonusCase",
+    "DsparkLengthCase",
     "EAGLE",
+    "EagleCase",
     "FUNCTIONAL",
+    "FUNCTIONAL_SPARE",
+    "FunctionalCase",
     "KERNEL",
+    "KernelCase",
     "LEGACY",
+    "MAX_SPEC_STEPS",
     "NAMES",
+    "ROOT_LAYOUTS",
+    "SettingsCase",
+    "V1Case",
+    "V2Case",
     "VLLM_CONVERSION",
     "VLLM_DECISION",
     "VLLM_SETTINGS",
     "VLLM_V1",
     "VLLM_V2",
-    "FUNCTIONAL_SPARE",
-    "MAX_SPEC_STEPS",
-    "ROOT_LAYOUTS",
     "acc_lens",
     "bad_acc_lens",
     "bad_methods",

@@ -26,8 +26,8 @@ from hypothesis.internal.reflection import function_digest
 import offered
 from rare_mutant import KILLER, SPEC
 
-from simacc import strategies as sx
 from simacc import properties
+from simacc import strategies as sx
 from simacc.harness.call import impl as impls
 from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts

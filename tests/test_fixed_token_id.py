@@ -21,15 +21,16 @@ from test_check import (
     workdir,  # noqa: F401 - a fixture
 )
 
-from simacc import strategies as sx
 from simacc import properties
+from simacc import strategies as sx
 from simacc.commands import check, verdict
 from simacc.harness.call import impl
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
 from simacc.harness.model import recording
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.sessions import inprocess
+from simacc.strategies import EagleCase
 
 WRITES_64 = f"return simacc.generate_simulated_accept_index({EAGLE}, fixed_token_id=64)\n"
 BYTE_IDENTICAL = "fixed_mode_is_byte_identical_to_legacy"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
-from simacc import strategies as sx
 from simacc import properties
+from simacc import strategies as sx
 from simacc.contract import jaxbridge
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner

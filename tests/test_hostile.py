@@ -28,8 +28,8 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from test_check import rows
 
-from simacc import strategies as sx
 from simacc import properties
+from simacc import strategies as sx
 from simacc.commands import check, cli, supervised, verdict
 from simacc.harness.call import impl, tamper
 from simacc.harness.call.capture import LIMIT
@@ -38,9 +38,10 @@ from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import watch
 from simacc.harness.sessions import inprocess, session
+from simacc.strategies import EagleCase
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 INDEX = "index_rows_are_root_plus_range_then_minus_one"

@@ -6,13 +6,14 @@ example (values for tensors up to 64 elements, a summary above)."""
 import pytest
 import torch
 
-from simacc import strategies as sx
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.model import explain
-from simacc.harness.model.cases import EagleCase, KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
+from simacc.strategies import EagleCase, KernelCase
 
 
 def chain(candidates, target, x, mode="real-draft-token", predict=(7, 8)):

@@ -16,8 +16,8 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from simacc import strategies as sx
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl, tamper
 from simacc.harness.call.runner import ImplementationHung
@@ -25,9 +25,10 @@ from simacc.harness.config import profiles
 from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import fresh
 from simacc.harness.sessions import inprocess, ranks
+from simacc.strategies import EagleCase
 
 COUNT = "num_correct_drafts_is_length_minus_one"
 RANKS = "ranks_agree_given_the_same_inputs_and_seed"

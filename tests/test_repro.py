@@ -27,8 +27,9 @@ from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.config import profiles
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import DecisionCase, DflashCase, EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import watch
+from simacc.strategies import DecisionCase, DflashCase, EagleCase
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = "simacc:generate_simulated_accept_index"

@@ -15,8 +15,8 @@ import torch
 from hypothesis import Phase, given, settings
 
 import simacc
-from simacc import strategies as sx
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner

@@ -12,8 +12,9 @@ from test_strategies import minimal, reaches
 
 from simacc.contract import vllm as ref
 from simacc.contract import vllm_v2 as ref2
-from simacc.harness.model.cases import TensorArg, V1Case, V2Case, seeded
+from simacc.harness.model.cases import TensorArg, seeded
 from simacc.properties import vllm
+from simacc.strategies import V1Case, V2Case
 from simacc.strategies import vllm as sv
 
 

@@ -21,8 +21,8 @@ import offered
 import pytest
 from hypothesis import Phase, settings
 
-from simacc import strategies as sx
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands import mutants
 from simacc.harness.call import impl
 from simacc.harness.config import profiles
