@@ -485,7 +485,7 @@ class SlotsLoop(ServingLoop):
         counts = outcome.args[n["counts"]]
         check_equal(n["counts"], counts, torch.full((step.bs,), length - 1, dtype=torch.int32, device=device), step)
         predict = self.predict
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             check_equal(n["predict"], predict, torch.full_like(predict, self.simacc.impl.fixed_token_id), step)
         else:
             positions = support.accepted_positions(step, length)
@@ -624,7 +624,7 @@ class DflashLoop(ServingLoop):
         check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), step)
         check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), step)
         bs, block = step.out_tokens.values.shape
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             for name in ("bonus", "out_tokens"):
                 got = outcome.args[name]
                 check_equal(name, got, torch.full_like(got, self.simacc.impl.fixed_token_id), step)
@@ -715,7 +715,7 @@ class FunctionalLoop(ServingLoop):
             expected_index[running] = support.expected_index(step, length)[running]
         check_equal("lens", lens, expected_lens, step)
         check_equal("index", index, expected_index, step)
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             check_equal("predict", predict, torch.full_like(predict, step.fixed_token_id), step)
         else:
             rows = running.nonzero().reshape(-1)

@@ -95,7 +95,7 @@ def test_dflash_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     """A batch of 4103 requests (blocks of 256 to 4096 rows and a tail of seven) gets the counts and tokens of §7.2 (§11.3)."""
     outcome = simacc.run(case)
     length = check_counts(simacc, outcome, case)
-    if case.mode == "real-draft-token":
+    if case.token_mode == "real-draft-token":
         check_real_tokens(outcome, case, length)
     else:
         check_fixed_tokens(simacc, outcome, case)

@@ -162,8 +162,8 @@ def _check_one_seed(outcome, case):
     said = {0: "unchanged (no draw)", 1: "advanced by one random.getrandbits(31)"}
     got = next((said.get(k, f"advanced by {k} getrandbits(31)") for k, state in enumerate(seen) if state == after),
                "advanced by other draws")
-    allowed = seen[:2] if case.mode == "greedy" else seen[1:2]
+    allowed = seen[:2] if case.requests == "greedy" else seen[1:2]
     check(after in allowed, "Python's generator state after the call", got,
-          said[1] + (" or unchanged (every request greedy)" if case.mode == "greedy" else ""), case)
+          said[1] + (" or unchanged (every request greedy)" if case.requests == "greedy" else ""), case)
     check(not outcome.draws_consumed, "torch's CPU generator state after the call", "advanced",
           "unchanged (the bonus draws from Python's generator only)", case)

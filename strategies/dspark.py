@@ -26,7 +26,7 @@ from simacc.harness.model.cases import VLLM_FLOATS, Case, TensorArg, first_probl
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
 from simacc.strategies.eagle import _Contents, _logits
-from simacc.strategies.vllm import GREEDY
+from simacc.strategies.vllm import GREEDY, REQUESTS
 
 
 # -- the case types --------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ class DsparkLengthCase(Case):
         return self.gamma + 1
 
     @property
-    def mode(self):
+    def variant(self):
         return self.simulate_acc_method
 
     def args(self, device):
@@ -102,17 +102,19 @@ class DsparkBonusCase(Case):
         return self.target_logits.values.shape[-1]
 
     @property
-    def mode(self):
+    def requests(self):
         """Which requests sample (temperature > 0): ``greedy``, ``random`` or ``mixed``."""
         sampled = self.temperatures.values.reshape(-1) > 0
         return "greedy" if not bool(sampled.any()) else "random" if bool(sampled.all()) else "mixed"
+
+    variant = requests
 
     def length_text(self):
         rows = self.correct_len.values.tolist()
         return f"correct_len={rows if len(rows) <= 8 else self.correct_len.summary()}"
 
     def sizes_text(self):
-        return f"R={self.rows_per_request}, bs={self.bs}, V={self.vocab}, {self.mode} requests"
+        return f"R={self.rows_per_request}, bs={self.bs}, V={self.vocab}, {self.requests} requests"
 
     def size_text(self):
         return f"bs={self.bs} R={self.rows_per_request} V={self.vocab}"
@@ -183,9 +185,11 @@ class DsparkAcceptCase(Case):
         return f"L={self.simulated + 1} given (simulated_correct_len={self.simulated})"
 
     @property
-    def mode(self):
+    def bonus_source(self):
         """Where the bonus comes from: ``target``, ``bonus_in`` or ``bonus_parts``."""
         return "bonus_parts" if self.part_val is not None else "bonus_in" if self.bonus_in is not None else "target"
+
+    variant = bonus_source
 
     def args(self, device):
         values = super().args(device)
@@ -194,7 +198,7 @@ class DsparkAcceptCase(Case):
         return values
 
     def sizes_text(self):
-        return f"T={self.max_len}, bs={self.bs}, bonus from {self.mode}"
+        return f"T={self.max_len}, bs={self.bs}, bonus from {self.bonus_source}"
 
     def _buffer_problem(self, name, dtypes, columns=(), optional=False):
         """``name`` holds at least ``bs`` rows (a static buffer may have more) of ``dtypes``."""
@@ -229,7 +233,7 @@ class DsparkAcceptCase(Case):
         parts = self.part_val is not None
         if parts != (self.part_idx is not None) or (parts and self.bonus_in is not None):
             return "bonus_parts needs part_val and part_idx, and excludes bonus_in"
-        if self.target_predict is None and (self.simulated is None or self.mode == "target"):
+        if self.target_predict is None and (self.simulated is None or self.bonus_source == "target"):
             return "target_predict may be missing only with a simulated length and a supplied bonus"
         if not parts:
             return None
@@ -245,7 +249,7 @@ def _power_of_two(n):
 
 DSPARK_ACCEPT_PARAMS = ("candidates", "target_predict", "seq_lens", "verify_lens", "gate", "correct_len_out",
                         "bonus_out", "cap_trim_lens_out", "commit_lens_out", "new_seq_lens_out", "out_tokens_out")
-BONUSES = ("target", "bonus_in", "bonus_parts")  # where an accept case's bonus comes from (§21.2): its modes
+BONUSES = ("target", "bonus_in", "bonus_parts")  # where an accept case's bonus comes from (§21.2): its variants
 MAX_GAMMA = 8  # a server's usual draft count; the cases reach past it (LONG_GAMMA) in about one in two
 LONG_GAMMA = 16  # as vLLM's LONG_K: a kernel, count or length sized for a block of 8 drafts shows past 8
 _ROW_LAYOUTS = st.sampled_from(("contiguous", "offset", "padded"))
@@ -521,14 +525,14 @@ def _server_accept_case(sim):
     return DsparkAcceptCase(**_placed(values, "contiguous"), vocab=151_936, seed=0)
 
 
-# -- the records: a length case's mode is the method read at import (§19), a bonus case's which requests
+# -- the records: a length case's variant is the method read at import (§19), a bonus case's which requests
 # sample, an accept case's where its bonus comes from
 
 DSPARK_LENGTH = Contract("dspark_length", ("simulated_correct_len", "simulate_acc_len", "gamma"),
-                         reference.begin_simulated_step, DsparkLengthCase, dspark_length_cases, METHODS)
+                         reference.begin_simulated_step, DsparkLengthCase, dspark_length_cases, "method", METHODS)
 DSPARK_BONUS = Contract(
     "dspark_bonus", ("target_logits", "correct_len", "temperatures", "bs", "rows_per_request"),
-    reference.simulated_bonus_sample, DsparkBonusCase, dspark_bonus_cases, GREEDY, draws=("random",),
+    reference.simulated_bonus_sample, DsparkBonusCase, dspark_bonus_cases, REQUESTS, GREEDY, draws=("random",),
 )
 DSPARK_ACCEPT = Contract("dspark_accept", DSPARK_ACCEPT_PARAMS, reference.static_accept_tail, DsparkAcceptCase,
-                         dspark_accept_cases, BONUSES, draws=())
+                         dspark_accept_cases, "bonus source", BONUSES, draws=())

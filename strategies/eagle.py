@@ -162,7 +162,7 @@ class KernelCase(Case):
         return self.num_accept_tokens
 
     @property
-    def mode(self):
+    def token_mode(self):
         return "real-draft-token" if self.real_tokens else "fixed"
 
     def _arguments_problem(self):
@@ -689,25 +689,25 @@ OLDEST_ORDER = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_l
 LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
 
 EAGLE = Contract(
-    "eagle", EAGLE_PARAMS, reference.generate_simulated_accept_index, EagleCase, eagle_cases, sa.TOKEN_MODES,
-    takes=("modes",), orders={"positional": EAGLE_PARAMS},
+    "eagle", EAGLE_PARAMS, reference.generate_simulated_accept_index, EagleCase, eagle_cases, "token mode",
+    sa.TOKEN_MODES, takes=("modes",), orders={"positional": EAGLE_PARAMS},
     omissions={"keywords": ((METHOD,), (MODE,), (METHOD, MODE)), "positional": ((MODE,), (METHOD, MODE))},
 )
 LEGACY = Contract(
-    "legacy", LEGACY_ORDER, reference.legacy_generate_simulated_accept_index, EagleCase, eagle_cases, ("fixed",),
-    takes=("modes",), keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
+    "legacy", LEGACY_ORDER, reference.legacy_generate_simulated_accept_index, EagleCase, eagle_cases, "token mode",
+    ("fixed",), takes=("modes",), keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
     aliases={"num_correct_drafts": LEGACY_THIRD}, omissions={"legacy": ((METHOD,),)},
 )
 DFLASH = Contract(
     "dflash",
     ("candidates", "target_predict", "accept_len", "commit_lens", "bonus", "out_tokens", "simulate_acc_len", METHOD,
      MODE),
-    reference.apply_dflash_simulated_acceptance, DflashCase, dflash_cases, sa.TOKEN_MODES,
+    reference.apply_dflash_simulated_acceptance, DflashCase, dflash_cases, "token mode", sa.TOKEN_MODES,
     omissions={"keywords": (("next_token_logits",),)},
 )
 KERNEL = Contract(
     "kernel",
     ("accept_indices", "predict_tokens", "num_correct_drafts", "candidate_tokens", "target_tokens", "width",
      "num_accept_tokens", "real_tokens"),
-    reference.simulated_accept, KernelCase, kernel_cases, sa.TOKEN_MODES, draws=(),
+    reference.simulated_accept, KernelCase, kernel_cases, "token mode", sa.TOKEN_MODES, draws=(),
 )

@@ -165,6 +165,7 @@ FUNCTIONAL = Contract(
     "functional",
     ("accept_index", "predict", "candidates", "target_predict", "valid_mask", "spec_steps", "simulate_acc_len",
      "simulate_acc_method", "simulate_acc_token_mode", "fixed_token_id", "rng"),
-    reference.simulated_acceptance, FunctionalCase, functional_cases, sa.TOKEN_MODES, takes=("fixed_token_id",),
+    reference.simulated_acceptance, FunctionalCase, functional_cases, "token mode", sa.TOKEN_MODES,
+    takes=("fixed_token_id",),
     keyword_style="jax", level="semantic", draws=("inputs",),
 )

@@ -51,16 +51,18 @@ class SettingsCase(Case):
                 "synthetic_acceptance_length": self.synthetic_acceptance_length}
 
     @property
-    def mode(self):
+    def knobs(self):
         """The knobs given: ``rates``, ``length``, ``both`` or ``neither``."""
         given = (self.synthetic_acceptance_rates is not None, self.synthetic_acceptance_length is not None)
         return {(True, False): "rates", (False, True): "length", (True, True): "both"}.get(given, "neither")
+
+    variant = knobs
 
     def length_text(self):
         return f"K={self.num_speculative_tokens}"
 
     def sizes_text(self):
-        return f"{self.mode} given"
+        return f"{self.knobs} given"
 
     def size_text(self):
         return f"K={self.num_speculative_tokens}"
@@ -82,7 +84,7 @@ class ConversionCase(Case):
     def args(self, device):
         return {"unconditional_rates": _floats(self.unconditional_rates), "device": device}
 
-    mode = "rates"
+    knobs = variant = "rates"
 
     def length_text(self):
         return f"K={self.unconditional_rates.values.numel()}"
@@ -114,15 +116,18 @@ class _VllmBatch(Case):
         return self.is_greedy.values
 
     @property
-    def mode(self):
+    def requests(self):
+        """Which requests sample: ``greedy`` (none), ``random`` (all) or ``mixed``."""
         greedy = self.greedy
         return "greedy" if bool(greedy.all()) else "random" if not bool(greedy.any()) else "mixed"
+
+    variant = requests
 
     def length_text(self):
         return f"K={self.k}"
 
     def sizes_text(self):
-        return f"{self.width_name}={self.max_len}, B={self.bs}, {self.mode} requests"
+        return f"{self.width_name}={self.max_len}, B={self.bs}, {self.requests} requests"
 
     def size_text(self):
         return f"B={self.bs} K={self.k}"
@@ -285,8 +290,9 @@ MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative token
 LONG_K = 16  # the decision's K reaches past MAX_K now and then: a kernel sized for 8 drafts shows
 MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and then some
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
-GREEDY = ("greedy", "random", "mixed")  # which requests of a batch sample: its cases' modes
-KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a settings case gives: its modes
+REQUESTS = "requests"  # what a batch's cases vary: which of its requests sample
+GREEDY = ("greedy", "random", "mixed")  # their variants
+KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a settings case gives: its variants
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
 REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
 FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
@@ -812,29 +818,30 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
     )
 
 
-# -- the records: keyword-only layouts, their cases' modes the knobs given or which requests sample
+# -- the records: keyword-only layouts, their cases' variants the knobs given or which requests sample
 
 VLLM_SETTINGS = Contract(
     "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
-    ref.resolve_synthetic_rates, SettingsCase, synthetic_settings, KNOBS, draws=(), server_env=(),
+    ref.resolve_synthetic_rates, SettingsCase, synthetic_settings, "knobs given", KNOBS, draws=(), server_env=(),
 )
 VLLM_CONVERSION = Contract("vllm_conversion", ("unconditional_rates", "device"), ref.conditional_rates,
-                           ConversionCase, conversion_cases, ("rates",), draws=(), server_env=())
+                           ConversionCase, conversion_cases, "knobs given", ("rates",), draws=(), server_env=())
 VLLM_DECISION = Contract(
     "vllm_decision",
     ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
      "recovered_token_ids", "bonus_token_ids", "is_greedy"),
-    ref.synthetic_accept, DecisionCase, decision_cases, GREEDY, draws=(), server_env=(),
+    ref.synthetic_accept, DecisionCase, decision_cases, REQUESTS, GREEDY, draws=(), server_env=(),
 )
 VLLM_V1 = Contract(
     "vllm_v1",
     ("draft_token_ids", "num_draft_tokens", "target_logits", "bonus_token_ids", "is_greedy", "generators",
      "synthetic_conditional_rates"),
-    ref.synthetic_rejection_sample, V1Case, v1_cases, GREEDY, server_env=(),
+    ref.synthetic_rejection_sample, V1Case, v1_cases, REQUESTS, GREEDY, server_env=(),
 )
 VLLM_V2 = Contract(
     "vllm_v2",
     ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
      "synthetic_conditional_rates"),
-    ref2.synthetic_rejection_sample_v2, V2Case, v2_cases, GREEDY, level="semantic", draws=("inputs",), server_env=(),
+    ref2.synthetic_rejection_sample_v2, V2Case, v2_cases, REQUESTS, GREEDY, level="semantic", draws=("inputs",),
+    server_env=(),
 )

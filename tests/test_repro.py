@@ -292,6 +292,15 @@ def test_a_case_recorded_on_a_missing_cuda_device_replays_on_cpu_with_a_note(tmp
         assert "no CUDA: torch.cuda.is_available() is False, so replaying on cpu" in capsys.readouterr().out
 
 
+def test_a_case_its_contract_cannot_be_asked_says_which_variant_it_is_and_which_the_contract_takes(tmp_path, capsys):
+    """A real-mode EAGLE case replayed against the legacy layout (fixed mode only): the message
+    names both in the contract's word for its variants (CONTRACT.md §6)."""
+    path = _write(tmp_path, _record())
+    assert cli.main(["repro", str(path), "--impl", "simacc:legacy_generate_simulated_accept_index"]) == 2
+    assert ("follows contract 'legacy' (token mode fixed), and this is a token mode real-draft-token case, for eagle"
+            in capsys.readouterr().err)
+
+
 def test_an_explicit_device_that_is_missing_exits_5_with_a_one_line_reason(tmp_path, capsys):
     path = _write(tmp_path, _record())
     assert cli.main(["repro", str(path), "--device", NOWHERE]) == 5

@@ -424,7 +424,7 @@ def test_cases_of_every_in_place_contract_draw_a_tail_block_past_512_rows_in_the
 
 @pytest.mark.parametrize("record", sx.CONTRACTS, ids=sx.NAMES)
 def test_each_contract_holds_a_strategy_of_cases_its_record_accepts_and_a_reference_can_run(record):
-    chosen = {"modes": record.modes, "fixed_token_id": 100}
+    chosen = {"modes": record.variants, "fixed_token_id": 100}
     for case in samples(record.strategy(**{key: chosen[key] for key in record.takes}), 20):
         assert record.accepts(case) and case.problem() is None, case
 

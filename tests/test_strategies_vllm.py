@@ -116,7 +116,7 @@ def test_v1_cases_draw_float32_logits_only_as_v1s_sampler_casts_them():
 @pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
 def test_batches_shrink_to_one_greedy_request_with_k_1_and_rates_of_0(strategy):
     batch = minimal(strategy(max_bs=16, max_k=4))
-    assert len(batch.counts) == 1 and rates(batch) == [0.0] and batch.mode == "greedy"
+    assert len(batch.counts) == 1 and rates(batch) == [0.0] and batch.requests == "greedy"
 
 
 def test_settings_shrink_to_k_1_and_a_rate_of_0():

@@ -181,9 +181,12 @@ def _plan(record, prop, args):
         hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
         raise NotReplayed(Exit.USAGE, f"{e}{hint}") from None
     if not prop.applies_to_case(chosen.record, record.case):
-        fits = [c.name for c in properties.CONTRACTS if prop.applies_to_case(c, record.case)]
-        raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
-                          f"this case is for {', '.join(fits)}")
+        fits = [c for c in properties.CONTRACTS if prop.applies_to_case(c, record.case)]
+        ours = chosen.record
+        case = f"a {fits[0].variant} {record.case.variant} case, for {', '.join(c.name for c in fits)}" if fits else \
+            "a case for no contract"
+        raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {ours.name!r} ({ours.variant} "
+                          f"{', '.join(ours.variants)}), and this is {case}")
     return chosen, device, note
 
 

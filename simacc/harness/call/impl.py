@@ -76,8 +76,9 @@ class Implementation:
 
     @property
     def modes(self):
-        """The token modes this contract can be asked for."""
-        return self.record.modes
+        """The variants its contract's cases come in: the token modes, where it has them (the
+        EAGLE family's strategies take them as ``modes``)."""
+        return self.record.variants
 
     @property
     def omissions(self):

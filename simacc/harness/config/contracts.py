@@ -32,7 +32,10 @@ class Contract:
     style. ``omissions`` maps each style to the sets of
     arguments a call in that style may leave out so that their defaults apply: any
     defaulted keyword, positionally only a trailing run. ``level`` forces a conformance
-    level (a port in another array library draws ``L`` its own way). ``reference`` is its
+    level (a port in another array library draws ``L`` its own way). Its cases come in
+    ``variants``, the values of an axis its own word names (``variant``: sglang's "token mode",
+    vLLM's "knobs given" or "requests", DSpark's "method" or "bonus source"), which a case says
+    as its ``variant``. ``reference`` is its
     reference function, ``case`` its case type, ``strategy`` the strategy that draws its cases
     for a property every contract shares, given the attributes ``takes`` names of the
     implementation under test (its token modes, its fixed id) as keywords.
@@ -43,7 +46,8 @@ class Contract:
     reference: object
     case: type
     strategy: object
-    modes: tuple  # the modes its cases come in: sglang's token modes, vLLM's knobs or requests
+    variant: str  # what its variants are, in the words of a message ("token mode", "requests")
+    variants: tuple
     takes: tuple = ()
     keyword_style: str | None = "keywords"  # None: recognised by position only
     aliases: dict = field(default_factory=dict)  # other names a parameter had in older releases
@@ -78,7 +82,7 @@ class Contract:
     @property
     def writes_a_fixed_id(self):
         """Whether its implementations have a fixed token mode, and so a fixed id (sglang's)."""
-        return "fixed" in self.modes
+        return "fixed" in self.variants
 
     @property
     def samples_drafts_against_logits(self):
@@ -88,7 +92,7 @@ class Contract:
 
     def accepts(self, case):
         """Whether an implementation of this contract can be asked ``case``."""
-        return type(case) is self.case and case.mode in self.modes
+        return type(case) is self.case and case.variant in self.variants
 
 
 def fixed_id_text(writes, token_id, source=None):

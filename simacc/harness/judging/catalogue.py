@@ -297,7 +297,7 @@ class Property:
         if contract not in self.contracts:
             return False
         if self.machine:
-            return getattr(case, "is_program", False) and case.mode in contract.modes
+            return getattr(case, "is_program", False) and case.variant in contract.variants
         return contract.accepts(case)
 
     def parametrizations(self, settings=None):

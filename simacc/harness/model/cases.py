@@ -144,7 +144,7 @@ class Case:
 
     def sizes_text(self):
         """The call's sizes and mode as a failure message says them after its ``L``."""
-        return f"{self.width_name}={self.max_len}, bs={self.bs}, mode {self.mode}"
+        return f"{self.width_name}={self.max_len}, bs={self.bs}, mode {self.token_mode}"
 
     def size_text(self):
         """The case's size in a few words, for a result row (``bs=2 W=4``)."""
@@ -188,9 +188,15 @@ class Case:
         return length
 
     @property
-    def mode(self):
-        """The token mode the case asks for."""
+    def token_mode(self):
+        """The token mode the case asks for (sglang's layouts)."""
         return self.simulate_acc_token_mode
+
+    @property
+    def variant(self):
+        """Its value on its contract's axis of variants (``Contract.variant`` names the axis:
+        here the token mode; vLLM's and DSpark's types name theirs)."""
+        return self.token_mode
 
     def summary(self):
         return _summary(self)
