@@ -1,5 +1,5 @@
 """The harness that drives an implementation, in rooms named for their roles. Each room may
-import the rooms above it in this list and none below (``tests/test_structure.py`` fails on an
+import the rooms above it in this list and none below (``tests/meta/test_structure.py`` fails on an
 import that points down the list, and on any import circle):
 
 * :mod:`~simacc.harness.config`: what a session is configured with (the contract record's type,
