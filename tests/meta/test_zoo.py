@@ -89,7 +89,7 @@ def test_correct_implementation_is_accepted(entry):
 
 # the level's own L oracle differs by layout: EAGLE (legacy shares it) and DFLASH; the kernel is
 # given L, and the functional contract is always semantic; DSpark's length and bonus have theirs
-@pytest.mark.parametrize("contract", ["eagle", "dflash", "dspark_length", "dspark_bonus"])
+@pytest.mark.parametrize("contract", [sx.EAGLE, sx.DFLASH, sx.DSPARK_LENGTH, sx.DSPARK_BONUS], ids=lambda c: c.name)
 def test_each_reference_is_accepted_at_the_semantic_level(contract):
     results = inprocess.run(impl.reference(contract, "semantic"), "cpu", properties.every_property(),
                             settings=ACCEPTING)
