@@ -75,7 +75,6 @@ from simacc.strategies.vllm import (
 # that names no parameter of any contract is taken for (sglang's call sites pass keywords)
 CONTRACTS = (EAGLE, LEGACY, DFLASH, KERNEL, FUNCTIONAL, VLLM_SETTINGS, VLLM_CONVERSION, VLLM_DECISION, VLLM_V1, VLLM_V2,
              DSPARK_LENGTH, DSPARK_BONUS, DSPARK_ACCEPT)
-NAMES = tuple(c.name for c in CONTRACTS)  # the contracts' names, as --contract and repro files give them
 
 
 def contract(name):
@@ -104,7 +103,6 @@ __all__ = [
     "KernelCase",
     "LEGACY",
     "MAX_SPEC_STEPS",
-    "NAMES",
     "ROOT_LAYOUTS",
     "SettingsCase",
     "V1Case",

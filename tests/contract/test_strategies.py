@@ -422,7 +422,7 @@ def test_cases_of_every_in_place_contract_draw_a_tail_block_past_512_rows_in_the
         assert sum(b > 256 for b in sizes) <= 200 / 8  # rare enough to keep the suite's time
 
 
-@pytest.mark.parametrize("record", sx.CONTRACTS, ids=sx.NAMES)
+@pytest.mark.parametrize("record", sx.CONTRACTS, ids=lambda c: c.name)
 def test_each_contract_holds_a_strategy_of_cases_its_record_accepts_and_a_reference_can_run(record):
     chosen = {"modes": record.variants, "fixed_token_id": 100}
     for case in samples(record.strategy(**{key: chosen[key] for key in record.takes}), 20):

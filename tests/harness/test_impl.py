@@ -42,7 +42,7 @@ def assert_one_line_error(spec, *fragments, contract=None):
     return message
 
 
-@pytest.mark.parametrize("contract", sx.NAMES)
+@pytest.mark.parametrize("contract", [c.name for c in sx.CONTRACTS])
 def test_each_reference_is_inferred_as_its_own_contract(contract):
     loaded = impl.load(REFERENCES[contract], sx.CONTRACTS)
     assert loaded.contract == contract and loaded.is_reference
