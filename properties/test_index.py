@@ -4,7 +4,7 @@ from simacc import strategies as sx
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = (sx.EAGLE, sx.LEGACY)
+CONTRACTS = sx.EAGLE_LAYOUTS
 cases = support.eagle_cases_for_impl()
 
 

@@ -14,7 +14,7 @@ from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = (sx.EAGLE, sx.LEGACY)
+CONTRACTS = sx.EAGLE_LAYOUTS
 INPUTS = ("accept_index", "candidates", "target_predict")
 OUTPUTS = ("predict", "num_correct_drafts")  # written, within their views only
 cases = support.eagle_cases_for_impl()

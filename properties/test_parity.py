@@ -10,7 +10,7 @@ from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 
-@claim(sx.EAGLE, sx.LEGACY, levels=("exact",), across_devices=True, case=support.eagle_cases_for_impl())
+@claim(*sx.EAGLE_LAYOUTS, levels=("exact",), across_devices=True, case=support.eagle_cases_for_impl())
 def test_cuda_matches_cpu_byte_for_byte(simacc, case):
     """A case gives the same bytes on each CUDA device as on the CPU (§3.1)."""
     support.check_parity(simacc, case)

@@ -27,7 +27,7 @@ from simacc.properties import support, vllm
 
 CONTRACTS = tuple(record for record in sx.CONTRACTS if record.draws)
 VLLM_SAMPLERS = (sx.VLLM_V1, sx.VLLM_V2)
-DOCUMENTED = (sx.EAGLE, sx.LEGACY, sx.DFLASH, sx.DSPARK_LENGTH)  # their draws are §3's, held to it at the exact level
+DOCUMENTED = (*sx.EAGLE_LAYOUTS, sx.DFLASH, sx.DSPARK_LENGTH)  # their draws are §3's, held to it at the exact level
 
 
 @claim(*CONTRACTS, case=support.cases_for_impl)

@@ -23,7 +23,7 @@ from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = (sx.EAGLE, sx.LEGACY)
+CONTRACTS = sx.EAGLE_LAYOUTS
 SPEC_STEPS = 3  # max_len 4: room below, inside and above the range
 MAX_LEN = SPEC_STEPS + 1
 # x: draws (one call each, about 0.1 ms in the harness)

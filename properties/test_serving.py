@@ -14,7 +14,7 @@ from simacc.harness.judging.catalogue import claim
 from simacc.properties import serving, serving_v2
 
 
-@claim(sx.EAGLE, sx.LEGACY, across_contexts=True, machine=True)
+@claim(*sx.EAGLE_LAYOUTS, across_contexts=True, machine=True)
 def test_serving_loop_conforms_at_every_step(simacc):
     """Across a decode loop, every step's index, counts and tokens conform, and no step disturbs an earlier result."""
     return serving.EagleLoop.of(simacc)

@@ -22,6 +22,7 @@ from simacc.strategies.dspark import (
 from simacc.strategies.eagle import (
     DFLASH,
     EAGLE,
+    EAGLE_LAYOUTS,
     KERNEL,
     LEGACY,
     ROOT_LAYOUTS,
@@ -95,6 +96,7 @@ __all__ = [
     "DsparkBonusCase",
     "DsparkLengthCase",
     "EAGLE",
+    "EAGLE_LAYOUTS",
     "EagleCase",
     "FUNCTIONAL",
     "FUNCTIONAL_SPARE",

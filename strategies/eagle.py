@@ -698,6 +698,8 @@ LEGACY = Contract(
     ("fixed",), takes=("modes",), keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
     aliases={"num_correct_drafts": LEGACY_THIRD}, omissions={"legacy": ((METHOD,),)},
 )
+# the layouts of sglang's EAGLE function over its releases, one case type: every claim about the function names them
+EAGLE_LAYOUTS = (EAGLE, LEGACY)
 DFLASH = Contract(
     "dflash",
     ("candidates", "target_predict", "accept_len", "commit_lens", "bonus", "out_tokens", "simulate_acc_len", METHOD,
