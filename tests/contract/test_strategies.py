@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import simacc as sa
 from simacc import strategies as sx
+from simacc.harness.judging import catalogue
 from simacc.harness.model.cases import LAYOUTS, TensorArg
 from simacc.strategies import scalars
 from simacc.strategies import tensors as tn
@@ -436,6 +437,14 @@ def test_a_case_type_may_leave_out_what_some_call_style_of_its_contracts_can(cas
     omissions = {pattern for c in sx.CONTRACTS if c.case is case_type for patterns in c.omissions.values()
                  for pattern in patterns}
     assert case_type.omittable == ({("rng",)} if case_type is sx.FUNCTIONAL.case else omissions)
+
+
+def test_a_claim_names_contract_records_and_a_name_is_refused():
+    """No contract is named by a string inside the code: a typo is an AttributeError of ``sx``, and a
+    name where a record belongs is refused when the property module is imported."""
+    with pytest.raises(ValueError, match="needs contract records"):
+        catalogue.claim("eagle")
+    assert catalogue.claim(sx.EAGLE)(lambda simacc: None).simacc_property.contracts == (sx.EAGLE,)
 
 
 def test_acc_lens_shrink_to_one_and_to_the_plainest_fraction():
