@@ -61,9 +61,9 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
         from simacc.harness.processes import fresh
 
         with fresh.Process(new=devices.is_cuda(device)) as process:
-            process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec, implementation.contract,
-                         implementation.level, implementation.fixed_token_id, device, ids, _portable(settings), seed,
-                         timeout, one_failure, contexts, number)
+            process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec,
+                         implementation.record, implementation.level, implementation.fixed_token_id, device, ids,
+                         _portable(settings), seed, timeout, one_failure, contexts, number)
             try:
                 kind, said = process.receive(None)
             except fresh.Died as e:
@@ -75,16 +75,16 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     return results
 
 
-def _in_fresh_process(spec, contract, level, fixed_token_id, device, ids, settings, seed, timeout, one_failure,
+def _in_fresh_process(spec, record, level, fixed_token_id, device, ids, settings, seed, timeout, one_failure,
                       contexts, number):
     """(in a fresh process) The properties ``ids`` (``(module, id)`` pairs) in grad mode
-    ``contexts[number]`` only."""
+    ``contexts[number]`` only, of the implementation ``spec`` of contract ``record``."""
     import importlib
 
     from simacc.harness.call import impl
 
     chosen = [getattr(importlib.import_module(module), f"test_{pid}").simacc_property for module, pid in ids]
-    loaded = impl.load(spec, contract, level, fixed_token_id)
+    loaded = impl.load(spec, (record,), record.name, level, fixed_token_id)
     if settings is not None:
         import hypothesis
 
