@@ -172,7 +172,7 @@ def _populate(database, n):
     prop = properties.find(PROPERTY)
     under = settings(profiles.for_session("default"), database=database, phases=[Phase.generate], max_examples=50,
                      report_multiple_bugs=False)
-    implementation = impls.load(ALWAYS)
+    implementation = impls.load(ALWAYS, properties.CONTRACTS)
     while True:
         stored = len(list(database.fetch(_key(prop, implementation))))
         if stored >= n:
@@ -203,7 +203,7 @@ def _replay_here(database):
 
     under = settings(profiles.for_session("default"), database=database, phases=profiles.REPLAY)
     start = time.perf_counter()
-    with Runner(impls.load(ALWAYS), "cpu", hypothesis=under) as runner:
+    with Runner(impls.load(ALWAYS, properties.CONTRACTS), "cpu", hypothesis=under) as runner:
         try:
             prop = properties.find(PROPERTY)
             prop.run(runner)

@@ -16,6 +16,7 @@ import io
 import pstats
 import time
 
+from simacc import strategies as sx
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
 
@@ -37,10 +38,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if DEVICE_PER_CALL:
-        runner = Runner(impl.reference("eagle"))
+        runner = Runner(impl.reference(sx.EAGLE))
         lengths = functools.partial(support.sampled_lengths, runner, args.device)
     else:
-        runner = Runner(impl.reference("eagle"), args.device)
+        runner = Runner(impl.reference(sx.EAGLE), args.device)
         lengths = functools.partial(support.sampled_lengths, runner)
     runner.__enter__()
     lengths(2.25, "match-expected", 200)  # warm-up

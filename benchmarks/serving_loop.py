@@ -13,15 +13,16 @@ import time
 from hypothesis import settings
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
 from simacc.harness.config import grad_modes, profiles
 
-LOOPS = (("serving_loop_conforms_at_every_step", "eagle", "exact"),
-         ("serving_loop_conforms_at_every_step", "eagle", "semantic"),
-         ("kernel_serving_loop_conforms_at_every_step", "kernel", "exact"),
-         ("dflash_serving_loop_conforms_at_every_step", "dflash", "exact"),
-         ("functional_serving_loop_conforms_at_every_step", "functional", "semantic"))
+LOOPS = (("serving_loop_conforms_at_every_step", sx.EAGLE, "exact"),
+         ("serving_loop_conforms_at_every_step", sx.EAGLE, "semantic"),
+         ("kernel_serving_loop_conforms_at_every_step", sx.KERNEL, "exact"),
+         ("dflash_serving_loop_conforms_at_every_step", sx.DFLASH, "exact"),
+         ("functional_serving_loop_conforms_at_every_step", sx.FUNCTIONAL, "semantic"))
 
 
 class Counting(Runner):
@@ -44,9 +45,9 @@ def main(argv=None):
     print(f"{'property':48} {'level':8} {'mode':9} {'s':>6} {'programs':>8} {'steps':>6} {'steps/s':>8} "
           f"{'steps/program':>13}")
     for pid, contract, level in LOOPS:
-        loaded = impl.load(args.impl, level=level) if args.impl else impl.reference(contract, level)
+        loaded = impl.load(args.impl, sx.CONTRACTS, level=level) if args.impl else impl.reference(contract, level)
         prop = properties.find(pid)
-        if loaded.contract not in prop.contracts or prop.unavailable(args.device):
+        if loaded.record not in prop.contracts or prop.unavailable(args.device):
             continue
         for mode in grad_modes.NAMES:
             with Counting(loaded, args.device, 30, chosen, None, mode) as runner:

@@ -61,7 +61,8 @@ def properties_page():
                   "| property | contracts | levels | claim |", "|---|---|---|---|"]
         for prop in props:
             claim = prop.summary.replace("|", "/")
-            lines.append(f"| `{prop.id}` | {', '.join(prop.contracts)} | {', '.join(prop.levels)} | {claim} |")
+            names = ", ".join(c.name for c in prop.contracts)
+            lines.append(f"| `{prop.id}` | {names} | {', '.join(prop.levels)} | {claim} |")
         lines.append("")
     return "\n".join(lines + power_section())
 

@@ -11,10 +11,12 @@ import importlib
 import pkgutil
 
 from simacc.harness.call.judges import judged_with
-from simacc.harness.judging.catalogue import property_of
+from simacc.harness.judging.catalogue import checks, property_of
+from simacc.strategies import CONTRACTS
 
 REGRESSIONS = "test_regressions"  # the corpus replay: it runs first
 judged_with(f"{__name__}.support", "simacc.strategies")  # the oracles and the cases' strategies judge too
+checks(CONTRACTS)  # the contracts whose implementations it checks: a pytest session loads one against them
 
 
 def modules():
@@ -67,6 +69,6 @@ def of_repro(record):
         prop = find(record.property)
     except LookupError as e:
         raise ReproError(str(e)) from None
-    if record.contract not in prop.contracts:
+    if record.contract not in {c.name for c in prop.contracts}:
         raise ReproError(f"property {prop.id!r} does not apply to contract {record.contract!r}")
     return prop

@@ -57,12 +57,12 @@ def rows(case):
             while real < len(drafts) and drafts[real] == target[i][real]:
                 real += 1
         correct = case.simulated if case.simulated is not None else real
-        if case.mode == "bonus_parts":
+        if case.bonus_source == "bonus_parts":
             values, indices = case.part_val.values[i].tolist(), case.part_idx.values[i].tolist()
             top = max(values)
             bonus = min(index for value, index in zip(values, indices) if value == top)
             source = f"the index of the largest part_val[{i}] ({top}), ties to the lowest (bonus_parts)"
-        elif case.mode == "bonus_in":
+        elif case.bonus_source == "bonus_in":
             bonus, source = int(case.bonus_in.values[i]), f"bonus_in[{i}], supplied"
         else:
             bonus = target[i][correct]

@@ -62,14 +62,16 @@ import torch
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import simacc as sa
+from simacc import strategies as sx
 from simacc.contract.sampling import sample_simulated_acc_len
-from simacc.harness.config import contracts, grad_modes
+from simacc.harness.config import grad_modes
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
-from simacc.harness.model.cases import DflashCase, EagleCase, FunctionalCase, KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.model.programs import Program
 from simacc.harness.model.repro_files import ReproError
 from simacc.properties import support
+from simacc.strategies import DflashCase, EagleCase, FunctionalCase, KernelCase
 from simacc.strategies import functional as fn
 from simacc.strategies import scalars as sc
 from simacc.strategies import serving as sv
@@ -483,7 +485,7 @@ class SlotsLoop(ServingLoop):
         counts = outcome.args[n["counts"]]
         check_equal(n["counts"], counts, torch.full((step.bs,), length - 1, dtype=torch.int32, device=device), step)
         predict = self.predict
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             check_equal(n["predict"], predict, torch.full_like(predict, self.simacc.impl.fixed_token_id), step)
         else:
             positions = support.accepted_positions(step, length)
@@ -517,7 +519,7 @@ class EagleLoop(SlotsLoop):
         case = EagleCase(**{"candidates": None, "target_predict": None, **tensors},
                          predict=TensorArg(predict_before), **scalars, seed=seed)
         live = {"candidates": None, "target_predict": None, **live, **scalars}
-        return Step(case, {name: live[name] for name in contracts.EAGLE_PARAMS}, self.where())
+        return Step(case, {name: live[name] for name in sx.EAGLE.params}, self.where())
 
     def length(self, outcome, step):
         length = support.length_of(self.simacc, outcome, step, "num_correct_drafts")
@@ -622,7 +624,7 @@ class DflashLoop(ServingLoop):
         check_equal("accept_len", accept_len, torch.full_like(accept_len, length - 1), step)
         check_equal("commit_lens", commit_lens, torch.full_like(commit_lens, length), step)
         bs, block = step.out_tokens.values.shape
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             for name in ("bonus", "out_tokens"):
                 got = outcome.args[name]
                 check_equal(name, got, torch.full_like(got, self.simacc.impl.fixed_token_id), step)
@@ -713,7 +715,7 @@ class FunctionalLoop(ServingLoop):
             expected_index[running] = support.expected_index(step, length)[running]
         check_equal("lens", lens, expected_lens, step)
         check_equal("index", index, expected_index, step)
-        if step.mode != REAL:
+        if step.token_mode != REAL:
             check_equal("predict", predict, torch.full_like(predict, step.fixed_token_id), step)
         else:
             rows = running.nonzero().reshape(-1)

@@ -39,6 +39,7 @@ import zlib
 
 import torch
 
+from simacc import strategies as sx
 from simacc.contract import vllm as ref
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check
@@ -112,7 +113,7 @@ class V2Loop(serving.ServingLoop):
             logits = torch.randn((n + 1, vocab), generator=own)
             self.repeated[slot] = drafts.tolist(), logits
             batch.append(vllm.Drafted(tuple(drafts.tolist()), logits, greedy, request_seed, position, temperature))
-        case = vllm.sampler_case("vllm_v2", batch, self.rates, seed=seed)
+        case = vllm.sampler_case(sx.VLLM_V2, batch, self.rates, seed=seed)
         live = {name: self.made(v) if isinstance(v, torch.Tensor) else v for name, v in case.args("cpu").items()}
         step = serving.Step(case, live, self.where())
         outcome = self.call(step)

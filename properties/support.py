@@ -21,7 +21,8 @@ from simacc.contract.caller import DEFAULT_METHOD, DEFAULT_TOKEN_MODE
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal, describe
 from simacc.harness.judging.distributions import Distribution
-from simacc.harness.model.cases import EagleCase, TensorArg, seeded
+from simacc.harness.model.cases import TensorArg, seeded
+from simacc.strategies import EagleCase
 
 # -- strategies for the implementation under test ------------------------------------------
 
@@ -80,11 +81,10 @@ def server_batches_for_impl(impl):
 
 
 def cases_for_impl(impl):
-    """Cases of the implementation's own contract, from the strategy ``sx.BY_CONTRACT``
-    registers for it, given what it takes of the implementation (a property every contract
-    shares)."""
-    strategy, takes = sx.BY_CONTRACT[impl.contract]
-    return _built(strategy, tuple((name, getattr(impl, name)) for name in takes), ())
+    """Cases of the implementation's own contract, from the strategy its record holds, given
+    what it takes of the implementation (a property every contract shares)."""
+    record = impl.record
+    return _built(record.strategy, tuple((name, getattr(impl, name)) for name in record.takes), ())
 
 
 # -- oracles --------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def drafts_then_bonus(candidates, target_predict, length):
 
 def slot_role(case, length, row, j):
     """What row ``row``'s accepted slot ``j`` (of ``L = length``) receives (CONTRACT.md §4.4-§4.5)."""
-    if case.mode != "real-draft-token":
+    if case.token_mode != "real-draft-token":
         return f"row {row}'s slot j={j}, and fixed mode writes the fixed id to every element"
     drafts, target = case.token_fields
     if j < length - 1:
@@ -163,7 +163,7 @@ def predict_roles(case, length):
         for row, root in enumerate(roots):
             if 0 <= index[0] - root < length:
                 return slot_role(case, length, row, index[0] - root)
-        if case.mode != "real-draft-token":
+        if case.token_mode != "real-draft-token":
             return "a slot no row accepts, and fixed mode writes the fixed id to every element"
         return "untouched: no row accepts this slot, so it keeps its value"
 
@@ -409,7 +409,7 @@ def check_every_output(simacc, case, index_name, predict_name, next_step):
     check_index_rows(outcome.returned, case, length, outcome.device)
     check_counts(outcome.args["num_correct_drafts"], case, length, outcome.device)
     predict = outcome.args[predict_name]
-    if case.mode != "real-draft-token":
+    if case.token_mode != "real-draft-token":
         check_equal(predict_name, predict, torch.full_like(predict, simacc.impl.fixed_token_id), case, length,
                     predict_roles(case, length))
     else:

@@ -30,13 +30,13 @@ def check_defaults_apply(simacc, case):
     support.check_same_outputs(f"with {', '.join(case.omitted)} left out", left_out, passed, case)
 
 
-@claim("eagle", "legacy", levels=("exact",), case=support.defaulted_eagle_cases)
+@claim(*sx.EAGLE_LAYOUTS, levels=("exact",), case=support.defaulted_eagle_cases)
 def test_omitted_arguments_take_their_documented_defaults(simacc, case):
     """Leaving out the method or the mode does what passing its documented default does (§5.1)."""
     check_defaults_apply(simacc, case)
 
 
-@claim("dflash", levels=("exact",), case=logits_left_out)
+@claim(sx.DFLASH, levels=("exact",), case=logits_left_out)
 def test_dflash_omitted_arguments_take_their_documented_defaults(simacc, case):
     """DFLASH: leaving out next_token_logits does what passing None does (§7.1)."""
     check_defaults_apply(simacc, case)

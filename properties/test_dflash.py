@@ -70,44 +70,44 @@ def check_real_tokens(outcome, case, length):
                 lambda index: token_role(case, length)((index[0], length - 1)))
 
 
-@claim("dflash", case=cases)
+@claim(sx.DFLASH, case=cases)
 def test_dflash_counts_are_length_minus_one_and_length(simacc, case):
     """accept_len becomes L - 1 and commit_lens L, in every row (§7.2)."""
     check_counts(simacc, simacc.run(case), case)
 
 
-@claim("dflash", case=sx.dflash_cases(modes=("fixed",)))
+@claim(sx.DFLASH, case=sx.dflash_cases(modes=("fixed",)))
 def test_dflash_fixed_mode_fills_bonus_and_tokens_with_the_fixed_id(simacc, case):
     """Fixed mode writes the fixed id (``fixed_token_id`` when the call passes one) to bonus and
     to every element of out_tokens (§7.2)."""
     check_fixed_tokens(simacc, simacc.run(case), case)
 
 
-@claim("dflash", case=sx.dflash_cases(modes=("real-draft-token",)))
+@claim(sx.DFLASH, case=sx.dflash_cases(modes=("real-draft-token",)))
 def test_dflash_real_mode_tokens_are_drafts_then_bonus(simacc, case):
     """Real mode: out_tokens is the drafts, then the bonus, then zeros; bonus is target_predict[:, L-1] (§7.2)."""
     outcome = simacc.run(case)
     check_real_tokens(outcome, case, support.length_of(simacc, outcome, case, "commit_lens"))
 
 
-@claim("dflash", case=sx.dflash_server_batches())
+@claim(sx.DFLASH, case=sx.dflash_server_batches())
 def test_dflash_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     """A batch of 4103 requests (blocks of 256 to 4096 rows and a tail of seven) gets the counts and tokens of §7.2 (§11.3)."""
     outcome = simacc.run(case)
     length = check_counts(simacc, outcome, case)
-    if case.mode == "real-draft-token":
+    if case.token_mode == "real-draft-token":
         check_real_tokens(outcome, case, length)
     else:
         check_fixed_tokens(simacc, outcome, case)
 
 
-@claim("dflash", case=cases)
+@claim(sx.DFLASH, case=cases)
 def test_dflash_inputs_are_never_written(simacc, case):
     """candidates, target_predict and next_token_logits are never written (§7)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
-@claim("dflash", levels=("exact",), case=sx.dflash_cases(min_bs=1))
+@claim(sx.DFLASH, levels=("exact",), case=sx.dflash_cases(min_bs=1))
 def test_dflash_length_matches_the_documented_draw(simacc, case):
     """DFLASH: L is exactly the documented draw, with max_len = B (§7.2)."""
     outcome = simacc.run(case)
@@ -118,7 +118,7 @@ def test_dflash_length_matches_the_documented_draw(simacc, case):
     support.check_documented_draws(outcome, case)
 
 
-@claim("dflash", case=sx.dflash_cases(methods=sx.bad_methods()))
+@claim(sx.DFLASH, case=sx.dflash_cases(methods=sx.bad_methods()))
 def test_dflash_rejects_unknown_method_before_writing(simacc, case):
     """DFLASH: an unknown method raises a ValueError naming it, before anything is written (§3.4)."""
     support.check_rejected_untouched(simacc.attempt(case), case, naming=case.simulate_acc_method)

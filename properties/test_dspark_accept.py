@@ -28,7 +28,7 @@ def _length(case):
     return case.simulated + 1 if case.simulated is not None else "not simulated (each row's greedy accept)"
 
 
-@claim("dspark_accept", case=cases)
+@claim(sx.DSPARK_ACCEPT, case=cases)
 def test_dspark_accept_counts_follow_the_simulated_length(simacc, case):
     """correct_len is the simulated count (else the leading matches), commit_lens one more, new_seq_lens adds it (§21.2)."""
     _check_counts(simacc.run(case), case)
@@ -50,7 +50,7 @@ def _check_counts(outcome, case):
                     lambda index, said=said: f"row {index[0]}: {said}")
 
 
-@claim("dspark_accept", case=cases)
+@claim(sx.DSPARK_ACCEPT, case=cases)
 def test_dspark_accept_commits_the_drafts_then_the_targets_token_at_the_simulated_position(simacc, case):
     """out_tokens commits the drafts, then at the simulated position the target's token there (or one supplied) (§21.3)."""
     _check_commits(simacc.run(case), case)
@@ -68,7 +68,7 @@ def _check_commits(outcome, case):
                 lambda index: rows[index[0]].token_role(index[1]))
 
 
-@claim("dspark_accept", case=cases)
+@claim(sx.DSPARK_ACCEPT, case=cases)
 def test_dspark_accept_keeps_the_drafts_past_the_bonus(simacc, case):
     """Past the bonus, out_tokens keeps the drafts and its last column is 0, as the separate ops leave it (§21.2)."""
     _check_kept(simacc.run(case), case)
@@ -83,7 +83,7 @@ def _check_kept(outcome, case):
                 lambda index: rows[index[0]].token_role(index[1]))
 
 
-@claim("dspark_accept", case=sx.dspark_accept_cases(gated=True))
+@claim(sx.DSPARK_ACCEPT, case=sx.dspark_accept_cases(gated=True))
 def test_dspark_accept_gates_the_committed_lengths(simacc, case):
     """gated_commit_lens, where asked for, is min(commit_lens, verify_lens) times the gate (§21.2)."""
     _check_gated(simacc.run(case), case)
@@ -98,7 +98,7 @@ def _check_gated(outcome, case):
                 lambda index: f"row {index[0]}: min(commit_lens, verify_lens[{index[0]}]) times the gate ({gate})")
 
 
-@claim("dspark_accept", case=cases)
+@claim(sx.DSPARK_ACCEPT, case=cases)
 def test_dspark_accept_writes_only_the_batch_rows_and_never_its_inputs(simacc, case):
     """Rows past bs of every output buffer, and every input, are left as they were (§21.2)."""
     _check_only_the_batch(simacc.run(case), case)
@@ -122,7 +122,7 @@ def _check_only_the_batch(outcome, case):
                     role=lambda index: "a row past the batch, or the storage around the buffer: never written")
 
 
-@claim("dspark_accept", case=dspark_accept_server_batches())
+@claim(sx.DSPARK_ACCEPT, case=dspark_accept_server_batches())
 def test_dspark_accept_a_servers_batch_is_accepted_like_a_small_one(simacc, case):
     """A batch of 1025 rows in static buffers of 1032, simulated or not, gets every output of §21.2 (§21.1)."""
     outcome = simacc.run(case)
@@ -130,7 +130,7 @@ def test_dspark_accept_a_servers_batch_is_accepted_like_a_small_one(simacc, case
         judge(outcome, case)
 
 
-@claim("dspark_accept", case=sx.dspark_accept_cases(min_gamma=1, simulated=True))
+@claim(sx.DSPARK_ACCEPT, case=sx.dspark_accept_cases(min_gamma=1, simulated=True))
 def test_dspark_accept_reads_the_simulated_count_at_every_call(simacc, case):
     """Called again on the same tensors, simulated_correct_len and the gate refilled in place (a graph's replay), it reads the new count and gate (§19.3, §21.2)."""
     outcome = simacc.run(case)

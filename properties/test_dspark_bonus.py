@@ -18,8 +18,9 @@ from simacc import strategies as sx
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import DsparkBonusCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import DsparkBonusCase
 from simacc.strategies.dspark import dspark_bonus_server_batches
 
 cases = sx.dspark_bonus_cases()
@@ -60,7 +61,7 @@ def _softmax(logits, temperature):
     return torch.softmax(torch.tensor(logits, dtype=torch.float64) / temperature, 0).tolist()
 
 
-@claim("dspark_bonus", case=cases)
+@claim(sx.DSPARK_BONUS, case=cases)
 def test_dspark_bonus_is_one_token_a_request_on_the_logits_device(simacc, case):
     """The result is a (bs,) int64 tensor on the logits' device, each entry a token of the vocabulary (§20.1)."""
     outcome = simacc.run(case)
@@ -74,13 +75,13 @@ def test_dspark_bonus_is_one_token_a_request_on_the_logits_device(simacc, case):
           f"tokens of the vocabulary [0, {case.vocab})", case)
 
 
-@claim("dspark_bonus", case=cases)
+@claim(sx.DSPARK_BONUS, case=cases)
 def test_dspark_bonus_inputs_are_never_written(simacc, case):
     """target_logits, correct_len and temperatures are never written (§20.1)."""
     support.check_inputs_untouched(simacc.run(case), case, ("target_logits", "correct_len", "temperatures"))
 
 
-@claim("dspark_bonus", case=sx.dspark_bonus_cases(modes=("greedy", "mixed")))
+@claim(sx.DSPARK_BONUS, case=sx.dspark_bonus_cases(modes=("greedy", "mixed")))
 def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
     """A request of temperature <= 0 (or <= 1e-3) gets the argmax of its row r * rows_per_request + correct_len[r] (§20.2)."""
     got = _tokens(simacc.run(case), case).cpu()
@@ -99,7 +100,7 @@ def test_dspark_greedy_bonus_is_the_argmax_of_the_simulated_row(simacc, case):
     check_equal("result", got, expected, case, role=role)
 
 
-@claim("dspark_bonus")
+@claim(sx.DSPARK_BONUS)
 def test_dspark_bonus_follows_the_tempered_softmax(simacc):
     """Requests of temperatures 4, 1/4 and 100 each draw softmax(x / T) of their logits (§20.2, CDF test at 1e-6)."""
     kinds = [LAW_KINDS[r % len(LAW_KINDS)] for r in range(LAW_REQUESTS)]
@@ -112,7 +113,7 @@ def test_dspark_bonus_follows_the_tempered_softmax(simacc):
                                    f"logits {list(logits)}", statistics.FALSE_ALARM / len(LAW_KINDS))
 
 
-@claim("dspark_bonus")
+@claim(sx.DSPARK_BONUS)
 def test_dspark_bonus_splits_tied_maxima_at_any_positive_temperature(simacc):
     """Two tied maxima a vocabulary block apart split evenly at T = 1 and at T = 1e-6 (§20.2, CDF test at 1e-6)."""
     logits = [-1000.0] * TIE_VOCAB
@@ -130,7 +131,7 @@ def test_dspark_bonus_splits_tied_maxima_at_any_positive_temperature(simacc):
                                    statistics.FALSE_ALARM / 2, value="class")
 
 
-@claim("dspark_bonus")
+@claim(sx.DSPARK_BONUS)
 def test_dspark_bonus_draws_afresh_at_every_call(simacc):
     """Calls seeded apart draw apart: one request of two equal logits gets each half the time (§20.2, CDF test at 1e-6)."""
     calls = (_law_case((0.0, 0.0), [1.0], seed) for seed in range(CALLS))
@@ -138,13 +139,13 @@ def test_dspark_bonus_draws_afresh_at_every_call(simacc):
     support.check_distribution(drawn, [0.5, 0.5], f"1 + the bonus of one request over two equal logits, {CALLS} calls")
 
 
-@claim("dspark_bonus", levels=("exact",), case=sx.dspark_bonus_cases(split_vocabularies=True))
+@claim(sx.DSPARK_BONUS, levels=("exact",), case=sx.dspark_bonus_cases(split_vocabularies=True))
 def test_dspark_bonus_draws_one_seed_from_pythons_generator(simacc, case):
     """A sampling call takes one random.getrandbits(31) of Python's generator (all-greedy: one or none), none of torch's (§20.3)."""
     _check_one_seed(simacc.run(case), case)
 
 
-@claim("dspark_bonus", levels=("exact",), case=dspark_bonus_server_batches())
+@claim(sx.DSPARK_BONUS, levels=("exact",), case=dspark_bonus_server_batches())
 def test_dspark_bonus_draws_one_seed_for_a_servers_batch(simacc, case):
     """A batch of 1025 requests over a vocabulary of 4097 still takes one random.getrandbits(31) a call (§20.3)."""
     _check_one_seed(simacc.run(case), case)
@@ -161,8 +162,8 @@ def _check_one_seed(outcome, case):
     said = {0: "unchanged (no draw)", 1: "advanced by one random.getrandbits(31)"}
     got = next((said.get(k, f"advanced by {k} getrandbits(31)") for k, state in enumerate(seen) if state == after),
                "advanced by other draws")
-    allowed = seen[:2] if case.mode == "greedy" else seen[1:2]
+    allowed = seen[:2] if case.requests == "greedy" else seen[1:2]
     check(after in allowed, "Python's generator state after the call", got,
-          said[1] + (" or unchanged (every request greedy)" if case.mode == "greedy" else ""), case)
+          said[1] + (" or unchanged (every request greedy)" if case.requests == "greedy" else ""), case)
     check(not outcome.draws_consumed, "torch's CPU generator state after the call", "advanced",
           "unchanged (the bonus draws from Python's generator only)", case)

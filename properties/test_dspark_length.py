@@ -12,8 +12,9 @@ from simacc.contract.caller import DEFAULT_METHOD
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import DsparkLengthCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import DsparkLengthCase
 
 cases = sx.dspark_length_cases()
 # (gamma, x): at T = 4 one between two counts, one next to the top (a length that never reaches T shows); at
@@ -30,7 +31,7 @@ def _count(outcome, case):
     return int(buffer[0])
 
 
-@claim("dspark_length", levels=("exact",), case=cases)
+@claim(sx.DSPARK_LENGTH, levels=("exact",), case=cases)
 def test_dspark_length_is_the_documented_draw(simacc, case):
     """The buffer holds L - 1, L the documented draw with max_len = gamma + 1, and no other draw was made (§19.2)."""
     outcome = simacc.run(case)
@@ -41,7 +42,7 @@ def test_dspark_length_is_the_documented_draw(simacc, case):
     support.check_documented_draws(outcome, case)
 
 
-@claim("dspark_length", case=cases)
+@claim(sx.DSPARK_LENGTH, case=cases)
 def test_dspark_length_is_a_count_of_drafts(simacc, case):
     """The buffer holds one count in [0, gamma]: L - 1 for some L in [1, gamma + 1] (§19.2)."""
     outcome = simacc.run(case)
@@ -61,7 +62,7 @@ def _probabilities(x, width):
     return support.match_expected_probabilities(x, width)
 
 
-@claim("dspark_length")
+@claim(sx.DSPARK_LENGTH)
 def test_dspark_length_follows_the_documented_law(simacc):
     """Over many steps L follows §9's law for the method read at import, max_len = gamma + 1 (§19.2, CDF test at 1e-6)."""
     for gamma, x in LAW_POINTS:

@@ -11,7 +11,7 @@ from simacc import strategies as sx
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy")
+CONTRACTS = sx.EAGLE_LAYOUTS
 
 
 @claim(*CONTRACTS, case=support.eagle_cases_for_impl(acc_lens=sx.bad_acc_lens()))

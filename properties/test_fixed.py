@@ -9,7 +9,7 @@ from simacc.harness.judging.catalogue import claim
 from simacc.harness.model.cases import seeded
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy")
+CONTRACTS = sx.EAGLE_LAYOUTS
 fixed_cases = sx.eagle_cases(modes=("fixed",))
 
 

@@ -12,6 +12,7 @@ import dataclasses
 
 import torch
 
+from simacc import strategies as sx
 from simacc.contract import jaxbridge
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
@@ -66,7 +67,7 @@ def accepted_positions_by_row(case, lens):
     return [(i, roots[i] + torch.arange(min(n, case.max_len))) for i, n in valid_lengths(case, lens) if n >= 1]
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_results_are_index_predict_and_lens(simacc, case):
     """Functional: the result is (index, predict, lens): (bs, W), predict's shape and (bs,), all int32 (§10.2)."""
     index, predict, lens = simacc.run(case).returned
@@ -77,7 +78,7 @@ def test_functional_results_are_index_predict_and_lens(simacc, case):
         check(got.dtype == torch.int32, f"{name}.dtype", got.dtype, torch.int32, case)
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_valid_rows_share_one_length(simacc, case):
     """Functional: every valid row of a call has the same lens, one L (§9.1)."""
     lens = simacc.run(case).returned[2].cpu()
@@ -85,7 +86,7 @@ def test_functional_valid_rows_share_one_length(simacc, case):
     check(len(seen) <= 1, "lens of the valid rows", seen, "one length for the whole call", case)
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_length_is_within_one_and_width(simacc, case):
     """Functional: 1 <= L <= W for every valid row (§9.1)."""
     lens = simacc.run(case).returned[2].cpu()
@@ -94,7 +95,7 @@ def test_functional_length_is_within_one_and_width(simacc, case):
           row_length(case, lens))
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_masked_rows_have_length_zero_and_no_accepted_slot(simacc, case):
     """Functional: a masked row gets lens 0 and an index row of -1 (§10.2)."""
     index, _, lens = (t.cpu() for t in simacc.run(case).returned)
@@ -106,7 +107,7 @@ def test_functional_masked_rows_have_length_zero_and_no_accepted_slot(simacc, ca
     check_equal("index", index, expected_index, case, length, index_roles(case, lens))
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_valid_index_rows_are_root_plus_lens_slots_then_minus_one(simacc, case):
     """Functional: a valid row's index is root + 0..lens-1, then -1, so lens counts the bonus (§10.2)."""
     index, _, lens = (t.cpu() for t in simacc.run(case).returned)
@@ -117,7 +118,7 @@ def test_functional_valid_index_rows_are_root_plus_lens_slots_then_minus_one(sim
     check_equal("index", index, expected, case, row_length(case, lens), index_roles(case, lens))
 
 
-@claim("functional", needs=jaxbridge.missing, case=support.functional_cases_for_impl(modes=("fixed",)))
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=support.functional_cases_for_impl(modes=("fixed",)))
 def test_functional_fixed_mode_fills_predict_with_the_fixed_id(simacc, case):
     """Functional, fixed mode: every element of the returned predict is the fixed id (§10.2, §5.2)."""
     index, predict, lens = simacc.run(case).returned
@@ -125,7 +126,7 @@ def test_functional_fixed_mode_fills_predict_with_the_fixed_id(simacc, case):
                 lambda index: "fixed mode writes the fixed id to every element")
 
 
-@claim("functional", needs=jaxbridge.missing, case=real_cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=real_cases)
 def test_functional_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, case):
     """Functional, real mode: candidates[i, 1:L], then target_predict[i, L-1], at valid row i's slots (§10.2)."""
     _, predict, lens = (t.cpu() for t in simacc.run(case).returned)
@@ -136,7 +137,7 @@ def test_functional_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc,
         support.check_accepted_slots("predict", predict, positions[None], tokens, case, len(positions), roles)
 
 
-@claim("functional", needs=jaxbridge.missing, case=real_cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=real_cases)
 def test_functional_real_mode_leaves_other_predict_slots_unchanged(simacc, case):
     """Functional, real mode: every other element of predict keeps its value, masked rows' slots included (§10.2)."""
     _, predict, lens = (t.cpu() for t in simacc.run(case).returned)
@@ -146,13 +147,13 @@ def test_functional_real_mode_leaves_other_predict_slots_unchanged(simacc, case)
                                         row_length(case, lens), predict_roles(case, lens))
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_inputs_are_never_written(simacc, case):
     """Functional: the inputs are unchanged after the call (§10.1)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
-@claim("functional", needs=jaxbridge.missing, case=cases)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=cases)
 def test_functional_same_key_gives_identical_outputs(simacc, case):
     """Functional: the same case and key give the same three arrays (§10.2)."""
     first, second = simacc.run(case).returned, simacc.run(case).returned
@@ -173,13 +174,13 @@ def _without_key(impl):
     return cases(impl).map(lambda c: dataclasses.replace(c, omitted=("rng",)))
 
 
-@claim("functional", needs=jaxbridge.missing, case=_without_key)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=_without_key)
 def test_functional_rejects_a_call_without_a_key(simacc, case):
     """Functional: rng=None is a ValueError, and nothing is written (§10.3)."""
     check_rejected(simacc.attempt(case), case)
 
 
-@claim("functional", needs=jaxbridge.missing, case=support.functional_cases_for_impl(missing_columns=1))
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, case=support.functional_cases_for_impl(missing_columns=1))
 def test_functional_real_mode_rejects_too_few_candidate_columns(simacc, case):
     """Functional, real mode: fewer than W candidate columns is a ValueError (§10.3)."""
     check_rejected(simacc.attempt(case), case)

@@ -21,8 +21,9 @@ from simacc import strategies as sx
 from simacc.contract import jaxbridge
 from simacc.harness.judging import statistics
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import FunctionalCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import FunctionalCase
 
 MAX_LEN = 4
 BS = 4  # the strategies' (4, W, W) shape, with W = MAX_LEN: its code is compiled already
@@ -78,13 +79,13 @@ def check_lengths(simacc, x, method, probabilities, draws):
     support.check_distribution(lengths, probabilities, what, statistics.FALSE_ALARM / len(draws))
 
 
-@claim("functional", needs=jaxbridge.missing, params={"x": list(MATCH_EXPECTED_DRAWS)})
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, params={"x": list(MATCH_EXPECTED_DRAWS)})
 def test_functional_match_expected_length_has_the_documented_distribution(simacc, x):
     """Functional: match-expected lengths over many keys follow §9.2 (§9.4)."""
     check_lengths(simacc, x, "match-expected", support.match_expected_probabilities(x, MAX_LEN), MATCH_EXPECTED_DRAWS)
 
 
-@claim("functional", needs=jaxbridge.missing, params={"x": list(MULTINOMIAL_DRAWS)})
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, params={"x": list(MULTINOMIAL_DRAWS)})
 def test_functional_multinomial_length_has_the_documented_distribution(simacc, x):
     """Functional: multinomial lengths over many keys are round(clamp(N(x, 1), 1, W)) (§9.3, §9.4)."""
     check_lengths(simacc, x, "multinomial", support.gaussian_probabilities(x, MAX_LEN), MULTINOMIAL_DRAWS)

@@ -21,7 +21,7 @@ def greedy_run(case, device):
     return index, counts, predict
 
 
-@claim("eagle", case=sx.chain_cases())
+@claim(sx.EAGLE, case=sx.chain_cases())
 def test_real_mode_equals_greedy_verification(simacc, case):
     """On a chain the target agrees with for k drafts, real mode at L = k + 1 is greedy verification (§1.3)."""
     outcome = simacc.run(case)

@@ -1,9 +1,10 @@
 """The returned index and ``num_correct_drafts`` (CONTRACT.md §4.2, §4.3)."""
 
+from simacc import strategies as sx
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy")
+CONTRACTS = sx.EAGLE_LAYOUTS
 cases = support.eagle_cases_for_impl()
 
 

@@ -8,12 +8,13 @@ judged freshness under inference mode alone."""
 
 import torch
 
+from simacc import strategies as sx
 from simacc.harness.config import grad_modes
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy")
+CONTRACTS = sx.EAGLE_LAYOUTS
 INPUTS = ("accept_index", "candidates", "target_predict")
 OUTPUTS = ("predict", "num_correct_drafts")  # written, within their views only
 cases = support.eagle_cases_for_impl()

@@ -14,8 +14,9 @@ import torch
 from simacc import strategies as sx
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.judging.catalogue import claim
-from simacc.harness.model.cases import KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.properties import support
+from simacc.strategies import KernelCase
 
 cases = sx.kernel_cases()
 real_cases = sx.kernel_cases(modes=("real-draft-token",))
@@ -23,27 +24,27 @@ INPUTS = ("accept_indices", "candidate_tokens", "target_tokens")
 WRITTEN = ("predict_tokens", "num_correct_drafts")
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_index_is_an_int32_tensor_of_shape_bs_by_width(simacc, case):
     """Kernel op: the result is an int32 (bs, width) tensor on the inputs' device (§8.1)."""
     support.check_index_type(simacc.run(case), case, "accept_indices")
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_index_rows_are_root_plus_range_then_minus_one(simacc, case):
     """Kernel op: row i of the index is root_i + 0..L-1, then -1, with L = num_accept_tokens (§8.2)."""
     got = simacc.run(case).returned
     support.check_index_rows(got, case, case.num_accept_tokens, got.device)
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_num_correct_drafts_is_length_minus_one(simacc, case):
     """Kernel op: every element of num_correct_drafts becomes L - 1 (§8.2)."""
     got = simacc.run(case).args["num_correct_drafts"]
     support.check_counts(got, case, case.num_accept_tokens, got.device)
 
 
-@claim("kernel", case=real_cases)
+@claim(sx.KERNEL, case=real_cases)
 def test_kernel_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, case):
     """Kernel op, real mode: the drafts, then the bonus, at each row's accepted slots (§8.2)."""
     length = case.num_accept_tokens
@@ -52,7 +53,7 @@ def test_kernel_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, cas
                                  support.accepted_positions(case, length), tokens, case, length)
 
 
-@claim("kernel", case=real_cases)
+@claim(sx.KERNEL, case=real_cases)
 def test_kernel_real_mode_leaves_other_predict_slots_unchanged(simacc, case):
     """Kernel op, real mode: every other element of predict_tokens keeps its value (§8.2)."""
     positions = support.accepted_positions(case, case.num_accept_tokens)
@@ -61,7 +62,7 @@ def test_kernel_real_mode_leaves_other_predict_slots_unchanged(simacc, case):
                                         case.num_accept_tokens)
 
 
-@claim("kernel", case=sx.kernel_cases(modes=("fixed",)))
+@claim(sx.KERNEL, case=sx.kernel_cases(modes=("fixed",)))
 def test_kernel_fixed_mode_fills_every_predict_element(simacc, case):
     """Kernel op, fixed mode: every element of the predict_tokens view becomes the fixed id (§8.2)."""
     got = simacc.run(case).args["predict_tokens"]
@@ -69,19 +70,19 @@ def test_kernel_fixed_mode_fills_every_predict_element(simacc, case):
                 role=lambda index: "fixed mode writes the fixed id to every element of the view")
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_writes_nothing_outside_its_views(simacc, case):
     """Kernel op: nothing in the gaps of a strided predict_tokens or num_correct_drafts is written (§8.3)."""
     support.check_nothing_outside_views(simacc.run(case), case, WRITTEN)
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_inputs_are_never_written(simacc, case):
     """Kernel op: accept_indices and the token tensors are never written (§8.2)."""
     support.check_inputs_untouched(simacc.run(case), case, INPUTS)
 
 
-@claim("kernel", case=cases)
+@claim(sx.KERNEL, case=cases)
 def test_kernel_result_aliases_no_input_and_no_earlier_result(simacc, case):
     """Kernel op: the index shares storage with no argument and no earlier result (§8.2)."""
     support.check_fresh_across_calls(simacc, case)
@@ -121,7 +122,7 @@ def upstream_grid():
             yield grid_case(bs, width, length, layout, real)
 
 
-@claim("kernel")
+@claim(sx.KERNEL)
 def test_kernel_matches_upstreams_grid(simacc):
     """Upstream's grid, bs {0, 1, 8, 128} x width {1, 4, 7} x every L x contiguous and strided, both modes:
     index, counts and tokens exact (upstream's one test of its op, as a property)."""

@@ -10,19 +10,19 @@ from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 
-@claim("eagle", "legacy", levels=("exact",), across_devices=True, case=support.eagle_cases_for_impl())
+@claim(*sx.EAGLE_LAYOUTS, levels=("exact",), across_devices=True, case=support.eagle_cases_for_impl())
 def test_cuda_matches_cpu_byte_for_byte(simacc, case):
     """A case gives the same bytes on each CUDA device as on the CPU (§3.1)."""
     support.check_parity(simacc, case)
 
 
-@claim("kernel", levels=("exact",), across_devices=True, case=sx.kernel_cases())
+@claim(sx.KERNEL, levels=("exact",), across_devices=True, case=sx.kernel_cases())
 def test_kernel_cuda_matches_cpu_byte_for_byte(simacc, case):
     """Kernel op: a case gives the same bytes on each CUDA device as on the CPU (§8)."""
     support.check_parity(simacc, case)
 
 
-@claim("dflash", levels=("exact",), across_devices=True, case=sx.dflash_cases())
+@claim(sx.DFLASH, levels=("exact",), across_devices=True, case=sx.dflash_cases())
 def test_dflash_cuda_matches_cpu_byte_for_byte(simacc, case):
     """DFLASH: a case gives the same bytes on each CUDA device as on the CPU (§7)."""
     support.check_parity(simacc, case)

@@ -8,14 +8,14 @@ sees it (:mod:`simacc.harness.call.process_state`); this property is where the c
 implementation. A call that raises must leave the process alone too.
 """
 
+from simacc import strategies as sx
 from simacc.harness.call import process_state
-from simacc.harness.config import contracts
 from simacc.harness.judging.assertions import check
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 
-@claim(*contracts.NAMES, case=support.cases_for_impl)
+@claim(*sx.CONTRACTS, case=support.cases_for_impl)
 def test_leaves_the_process_as_it_found_it(simacc, case):
     at_import = "; ".join(simacc.impl.changed_at_import)
     check(not at_import, f"what importing {simacc.impl.spec} changed (restored)", at_import, "nothing", None)

@@ -18,16 +18,16 @@ nothing.
 
 import torch
 
-from simacc.harness.config import contracts
+from simacc import strategies as sx
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model import explain
 from simacc.harness.sessions import ranks
 from simacc.properties import support, vllm
 
-CONTRACTS = tuple(name for name, record in contracts.CONTRACTS.items() if record.draws)
-VLLM_SAMPLERS = ("vllm_v1", "vllm_v2")
-DOCUMENTED = ("eagle", "legacy", "dflash", "dspark_length")  # their draws are §3's, held to it at the exact level
+CONTRACTS = tuple(record for record in sx.CONTRACTS if record.draws)
+VLLM_SAMPLERS = (sx.VLLM_V1, sx.VLLM_V2)
+DOCUMENTED = (*sx.EAGLE_LAYOUTS, sx.DFLASH, sx.DSPARK_LENGTH)  # their draws are §3's, held to it at the exact level
 
 
 @claim(*CONTRACTS, case=support.cases_for_impl)
@@ -43,9 +43,9 @@ def test_ranks_agree_given_the_same_inputs_and_seed(simacc, case):
         return
     check(torch.equal(first.rng_after, second.rng_after), "torch's CPU generator after the call in rank 1",
           "in another state", "as in rank 0 (seeded alike before it)", case)
-    if simacc.impl.contract in DOCUMENTED and simacc.impl.level == "exact":  # a process's first call too (§11.4)
+    if simacc.impl.record in DOCUMENTED and simacc.impl.level == "exact":  # a process's first call too (§11.4)
         support.check_documented_draws(first, case, " in rank 0")
-    if simacc.impl.contract in VLLM_SAMPLERS:
+    if simacc.impl.record in VLLM_SAMPLERS:
         _check_requests_alike(case, first, second)
         return
     drawn = [_shown_length(outcome) for outcome in (first, second)]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from simacc import properties
-from simacc.harness.config import contracts, devices
+from simacc.harness.config import devices
 from simacc.harness.judging.catalogue import claim
 from simacc.harness.model import repro_files as reprofile
 
@@ -28,7 +28,7 @@ def corpus(settings):
 
 
 def _read(path):
-    record = reprofile.load(path)
+    record = reprofile.load(path, properties.CONTRACTS)
     return record, properties.of_repro(record)
 
 
@@ -38,22 +38,23 @@ def case_contracts(regression):
     try:
         record, prop = _read(regression)
     except reprofile.ReproError:
-        return contracts.NAMES
-    others = [c for c in contracts.NAMES if c != record.contract]
-    return tuple(c for c in (record.contract, *others) if prop.applies_to_case(c, record.case))
+        return properties.CONTRACTS
+    own = [c for c in properties.CONTRACTS if c.name == record.contract]
+    others = [c for c in properties.CONTRACTS if c.name != record.contract]
+    return tuple(c for c in (*own, *others) if prop.applies_to_case(c, record.case))
 
 
 def found_by(regression):
     """``(id, module)`` of the property the case in ``regression`` was found by: a failure to
     replay it is recorded as that property's (None for an unusable file: nothing to record)."""
     try:
-        record = reprofile.load(regression)
+        record = reprofile.load(regression, properties.CONTRACTS)
     except reprofile.ReproError:
         return None
     return record.property, record.module
 
 
-@claim(*contracts.NAMES, contracts_of=case_contracts, params=corpus, first=True, recorded_as=found_by)
+@claim(*properties.CONTRACTS, contracts_of=case_contracts, params=corpus, first=True, recorded_as=found_by)
 def test_regression(simacc, regression):
     """Every promoted regression case passes the property it was found by, before any random case."""
     try:

@@ -16,12 +16,13 @@ the middle of the range (a wrong spread or mean moves the CDF most there) and bo
 
 import torch
 
+from simacc import strategies as sx
 from simacc.harness.judging import statistics
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
-CONTRACTS = ("eagle", "legacy")
+CONTRACTS = sx.EAGLE_LAYOUTS
 SPEC_STEPS = 3  # max_len 4: room below, inside and above the range
 MAX_LEN = SPEC_STEPS + 1
 # x: draws (one call each, about 0.1 ms in the harness)

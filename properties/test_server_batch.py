@@ -15,13 +15,13 @@ from simacc.harness.judging.catalogue import claim
 from simacc.properties import support
 
 
-@claim("eagle", "legacy", case=support.server_batches_for_impl)
+@claim(*sx.EAGLE_LAYOUTS, case=support.server_batches_for_impl)
 def test_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     """16,391 requests, roots past 2**15: the index, counts and predict of §4.2-§4.5; the index held through the next call (§4.6, §11.3)."""
     support.check_every_output(simacc, case, "accept_index", "predict", dataclasses.replace(case, simulate_acc_len=1.0))
 
 
-@claim("kernel", case=sx.kernel_server_batches())
+@claim(sx.KERNEL, case=sx.kernel_server_batches())
 def test_kernel_a_servers_batch_is_simulated_like_a_small_one(simacc, case):
     """Kernel op, 16,391 requests, roots past 2**15: the index, counts and predict_tokens of §8.2; the index held through the next call (§11.3)."""
     support.check_every_output(simacc, case, "accept_indices", "predict_tokens",

@@ -7,7 +7,7 @@ from simacc.properties import support
 real_cases = sx.eagle_cases(modes=("real-draft-token",))
 
 
-@claim("eagle", case=real_cases)
+@claim(sx.EAGLE, case=real_cases)
 def test_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, case):
     """Real mode writes candidates[i, 1:L], then the bonus target_predict[i, L-1], at row i's slots (§4.5)."""
     outcome = simacc.run(case)
@@ -17,7 +17,7 @@ def test_real_mode_writes_drafts_then_bonus_at_accepted_slots(simacc, case):
                                  case, length)
 
 
-@claim("eagle", case=real_cases)
+@claim(sx.EAGLE, case=real_cases)
 def test_real_mode_leaves_other_predict_slots_unchanged(simacc, case):
     """Real mode leaves every predict element outside the accepted slots as it was (§4.5)."""
     outcome = simacc.run(case)

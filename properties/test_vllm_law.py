@@ -22,6 +22,7 @@ import dataclasses
 
 import torch
 
+from simacc import strategies as sx
 from simacc.contract import vllm as ref
 from simacc.harness.config import devices
 from simacc.harness.judging import statistics
@@ -31,7 +32,7 @@ from simacc.harness.model.cases import TensorArg, seeded
 from simacc.properties import support, vllm
 from simacc.strategies import vllm as sv
 
-SAMPLERS = ("vllm_v1", "vllm_v2")
+SAMPLERS = (sx.VLLM_V1, sx.VLLM_V2)
 LAW_RATES = (0.9, 0.8, 0.7, 0.6, 0.2, 0.15)  # unconditional, K = 6; conditional 0.9, 0.89, 0.88, 0.86, 0.33, 0.75
 LAW_RUNS = 500  # a uniform reused across positions moves the CDF by 0.26, c_3 for c_4 and c_5 by 0.31
 LONG_LAW_RATES = tuple(0.96 ** (i + 1) for i in range(sv.LONG_K))  # K = 16, every conditional rate 0.96: a rate
@@ -53,7 +54,7 @@ BONUS_RUNS = 480  # 3 in 4 sample, two of them without drafts: 360 bonuses
 def _seed(contract, r):
     """Request ``r``'s seed: V2 seeds every request (distinct seeds); V1's come from the default
     generator."""
-    return 7919 * r + 1 if contract == "vllm_v2" else None
+    return 7919 * r + 1 if contract == sx.VLLM_V2 else None
 
 
 LONG_PROMPT = 1 << 26  # every request's prompt is longer: positions where float32 keeps every eighth integer (§17.1 bounds none)
@@ -100,7 +101,7 @@ def designs():
 def _accepted(simacc, rates, runs, seed):
     """``accepted + 1`` of ``runs`` requests of ``K`` real drafts at the ``K`` unconditional ``rates``."""
     gen = torch.Generator().manual_seed(seed)
-    contract, k = simacc.impl.contract, len(rates)
+    contract, k = simacc.impl.record, len(rates)
     batch = [vllm.Drafted(tuple(torch.randint(0, VOCAB, (k,), generator=gen).tolist()),
                           torch.randn((k + 1, VOCAB), generator=gen), r % 2 == 0, _seed(contract, r), _position(r))
              for r in range(runs)]
@@ -128,12 +129,12 @@ def test_vllm_requests_draw_independent_uniforms(simacc):
     seed cut to 32 bits shares every uniform); in the others the second request's seed is one
     more and its position one less (a uniform keyed on seed + position is shared)."""
     gen = torch.Generator().manual_seed(29)
-    contract = simacc.impl.contract
+    contract = simacc.impl.record
     requests = []  # (seed, position) of each, in pairs
     for kind, apart in enumerate((lambda seed, pos: (seed + (1 << 40), pos), lambda seed, pos: (seed + 1, pos - 1))):
         for j in range(kind * PAIRS, (kind + 1) * PAIRS):
             first = (_seed(contract, j), _position(j))
-            requests += [first, apart(*first)] if contract == "vllm_v2" else [(None, first[1])] * 2
+            requests += [first, apart(*first)] if contract == sx.VLLM_V2 else [(None, first[1])] * 2
     batch = [vllm.Drafted((int(torch.randint(0, VOCAB, (), generator=gen)),), torch.randn((2, VOCAB), generator=gen), True,
                           seed, position) for seed, position in requests]
     case = vllm.sampler_case(contract, batch, [0.5], seed=29)
@@ -165,7 +166,7 @@ def test_vllm_a_recovered_token_follows_the_target_without_the_rejected_draft(si
     rejections. The argmax instead of a sample (a greedy path taken for the whole batch) moves
     the CDF by 0.56, a noise that reuses the acceptance uniform (u >= 1/2) for token 0 by 0.26,
     logits divided by V2's temperature 1/4 once more by 0.28; the test sees 0.23."""
-    contract = simacc.impl.contract
+    contract = simacc.impl.record
     batch = _target_batch(contract, RECOVERED_RUNS, lambda r: ((DRAFT,), r % 4 == 3))
     case = vllm.sampler_case(contract, batch, [RECOVERED_RATE], seed=30)
     tokens = [row[0] for req, row in zip(batch, vllm.emitted(case, simacc.run(case))) if not req.greedy and len(row) == 1]
@@ -174,7 +175,7 @@ def test_vllm_a_recovered_token_follows_the_target_without_the_rejected_draft(si
                                f"{len(tokens)} rejections", value="1 + token")
 
 
-@claim("vllm_v2")
+@claim(sx.VLLM_V2)
 def test_vllm_v2_a_sampled_bonus_follows_the_target(simacc):
     """A sampling request's bonus, after a full acceptance or without drafts, is a sample of the whole last logit, in a batch with greedy requests (§15.2, §17.1, §18.1, §9.4).
 
@@ -184,8 +185,8 @@ def test_vllm_v2_a_sampled_bonus_follows_the_target(simacc):
     (token 0) by 0.4, logits divided by the temperature once more by 0.32; the test sees 0.2.
     The 120 bonuses after a draft alone: the accepted draft removed from the bonus's logit moves
     their CDF at token 0 by 0.4, and the test sees 0.23 there (each test at half the budget)."""
-    batch = _target_batch("vllm_v2", BONUS_RUNS, lambda r: (() if r % 2 else (0,), r % 4 == 2))
-    case = vllm.sampler_case("vllm_v2", batch, [1.0], seed=32)
+    batch = _target_batch(sx.VLLM_V2, BONUS_RUNS, lambda r: (() if r % 2 else (0,), r % 4 == 2))
+    case = vllm.sampler_case(sx.VLLM_V2, batch, [1.0], seed=32)
     bonuses = [(row[-1], bool(req.drafts)) for req, row in zip(batch, vllm.emitted(case, simacc.run(case)))
                if not req.greedy and len(row) == len(req.drafts) + 1]
     for after, drafted_only in (("", False), (" after its draft", True)):
@@ -232,19 +233,19 @@ def v1_draws(case, device):
     return uniforms, exponentials, generators, after
 
 
-@claim("vllm_v1", levels=("exact",), case=vllm.cases_for_impl())
+@claim(sx.VLLM_V1, levels=("exact",), case=vllm.cases_for_impl())
 def test_vllm_v1_makes_v1s_generator_calls(simacc, case):
     """V1 exactly: its uniforms and exponentials from the calls §16.2 names, each generator left as those calls leave it (§16.2)."""
     _check_v1_draws(simacc, case)
 
 
-@claim("vllm_v1", levels=("exact",), case=sv.v1_server_batches())
+@claim(sx.VLLM_V1, levels=("exact",), case=sv.v1_server_batches())
 def test_vllm_v1_a_servers_batch_makes_v1s_generator_calls(simacc, case):
     """V1 exactly, in a batch of 1025 sampling requests each with a generator of its own: every one of them draws from its own (§16.2)."""
     _check_v1_draws(simacc, case)
 
 
-@claim("vllm_v1", levels=("exact",), case=vllm.cases_for_impl())
+@claim(sx.VLLM_V1, levels=("exact",), case=vllm.cases_for_impl())
 def test_vllm_v1_compares_each_uniform_with_its_rate_in_float64(simacc, case):
     """V1 exactly, its first rate set onto a uniform that float32 rounds up to it: u < c compared in the uniforms' float64, not in the logits' float32 (§16.1, §16.2)."""
     _check_v1_draws(simacc, _first_rate_at_a_uniform(case, simacc.device))

@@ -12,7 +12,7 @@ from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.strategies import vllm as sv
 
-SETTINGS = "vllm_settings"
+SETTINGS = sx.VLLM_SETTINGS
 
 
 def _rates(case):
@@ -27,7 +27,7 @@ def _resolved(simacc, case):
     return got
 
 
-@claim(SETTINGS, case=sx.synthetic_settings().filter(lambda c: c.mode == "rates"))
+@claim(SETTINGS, case=sx.synthetic_settings().filter(lambda c: c.knobs == "rates"))
 def test_vllm_rates_come_back_as_given(simacc, case):
     """Valid rates come back as given, each the same float (§13.1)."""
     got = _resolved(simacc, case)
@@ -44,7 +44,7 @@ def schedule(k, length):
     return rates
 
 
-@claim(SETTINGS, case=sx.synthetic_settings().filter(lambda c: c.mode == "length"))
+@claim(SETTINGS, case=sx.synthetic_settings().filter(lambda c: c.knobs == "length"))
 def test_vllm_a_length_becomes_the_minimum_variance_schedule(simacc, case):
     """A length x becomes floor(x - 1) ones, then the fraction, then zeros, in float64 (§13.3)."""
     got = _resolved(simacc, case)
@@ -64,7 +64,7 @@ def _rejected(simacc, case, why):
 @claim(SETTINGS, case=sv.bad_settings("knobs"))
 def test_vllm_exactly_one_knob_is_accepted(simacc, case):
     """Neither knob, or both, is a ValueError (§13.2)."""
-    _rejected(simacc, case, "both knobs" if case.mode == "both" else "neither knob")
+    _rejected(simacc, case, "both knobs" if case.knobs == "both" else "neither knob")
 
 
 @claim(SETTINGS, case=sv.bad_settings("count"))
@@ -91,7 +91,7 @@ def test_vllm_a_length_outside_one_to_k_plus_one_is_rejected(simacc, case):
     _rejected(simacc, case, f"length {case.synthetic_acceptance_length!r}")
 
 
-@claim("vllm_conversion", case=sx.conversion_cases())
+@claim(sx.VLLM_CONVERSION, case=sx.conversion_cases())
 def test_vllm_conditional_rates_are_quotients_of_the_unconditional_ones(simacc, case):
     """c_i = p_i / p_(i-1) in float64 (p_(-1) = 1; 0 where p_(i-1) = 0), as a float32 (K,) tensor on the device (§14)."""
     outcome = simacc.run(case)

@@ -19,12 +19,13 @@ result, still held, keeps its values.
 
 import torch
 
+from simacc import strategies as sx
 from simacc.harness.judging.assertions import check, check_equal
 from simacc.harness.judging.catalogue import claim
 from simacc.properties import support, vllm
 from simacc.strategies import vllm as sv
 
-LAYOUTS = ("vllm_decision", "vllm_v1", "vllm_v2")
+LAYOUTS = (sx.VLLM_DECISION, sx.VLLM_V1, sx.VLLM_V2)
 cases = vllm.cases_for_impl()
 
 
@@ -64,7 +65,7 @@ def test_vllm_a_full_acceptance_emits_the_bonus(simacc, case):
     vllm.check_bonus(case, simacc.run(case))
 
 
-@claim("vllm_v1", "vllm_v2", case=vllm.cases_for_impl(masked=True, rate=1.0))
+@claim(sx.VLLM_V1, sx.VLLM_V2, case=vllm.cases_for_impl(masked=True, rate=1.0))
 def test_vllm_a_token_the_target_forbids_is_never_emitted(simacc, case):
     """Every token is one the target allows where it is emitted (a processed logit above -inf): a draft a grammar's mask refuses is never accepted, in synthetic mode too (§15.4).
 
@@ -99,7 +100,7 @@ def test_vllm_rates_of_zero_accept_no_draft(simacc, case):
         check(len(tokens) == 1, f"the drafts request {req.index} accepted, every rate 0", len(tokens) - 1, 0, case)
 
 
-@claim("vllm_decision", case=vllm.cases_for_impl(min_bs=1))
+@claim(sx.VLLM_DECISION, case=vllm.cases_for_impl(min_bs=1))
 def test_vllm_decision_is_exact_given_the_uniforms(simacc, case):
     """The decision's output, every byte: draft i accepted while real and u_i < c_i, compared in float64 (§16.1)."""
     _check_decision(case, simacc.run(case))
@@ -138,7 +139,7 @@ def _reversed(case):
     return vllm.reordered(case, list(range(case.bs - 1, -1, -1)))
 
 
-@claim("vllm_decision", case=sv.decision_server_batches())
+@claim(sx.VLLM_DECISION, case=sv.decision_server_batches())
 def test_vllm_decision_a_servers_batch_is_exact(simacc, case):
     """A batch of 1025 requests of up to 12 drafts, and the same reversed, get §16.1's whole output; the first still holds its values after the second call (§16.1)."""
     first = simacc.run(case)
@@ -149,7 +150,7 @@ def test_vllm_decision_a_servers_batch_is_exact(simacc, case):
     support.check_intact("the first call's result", held, case)
 
 
-@claim("vllm_v2", case=sv.v2_server_batches())
+@claim(sx.VLLM_V2, case=sv.v2_server_batches())
 def test_vllm_v2_a_servers_batch_emits_each_requests_tokens_in_any_order(simacc, case):
     """A batch of 1025 requests follows §15's rules and, reversed, each request emits the same tokens; the first result keeps its defined entries after the second call (§17.2, §18.3)."""
     first = simacc.run(case)

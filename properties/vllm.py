@@ -17,7 +17,8 @@ import torch
 
 from simacc import strategies as sx
 from simacc.harness.judging.assertions import check, describe
-from simacc.harness.model.cases import TensorArg, V1Case, V2Case
+from simacc.harness.model.cases import TensorArg
+from simacc.strategies import DecisionCase, V1Case, V2Case
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Request:
     rejection: tuple
     bonus: int | None
     vocab: int | None
-    kind: str  # the case type's name: what the messages call the token's source
+    kind: type  # the case type: what the messages call the token's source
     rows: tuple = ()  # the target logit each token 0..n is emitted at (None: the layout passes none)
 
     @property
@@ -44,7 +45,7 @@ class Request:
 
     def rejection_role(self, a):
         """What a message says of the token after ``a`` accepted drafts, on a rejection."""
-        if self.kind == "DecisionCase":
+        if self.kind is DecisionCase:
             source = "target_argmax there" if self.greedy else "recovered_token_ids there"
         else:
             source = "the target's argmax" if self.greedy else "a sample of the target without the draft"
@@ -52,7 +53,7 @@ class Request:
 
     def bonus_role(self):
         """What a message says of the token after a full acceptance."""
-        if self.kind != "V2Case":
+        if self.kind is not V2Case:
             source = "bonus_token_ids"
         else:
             source = "the argmax of its last logit" if self.greedy else "a sample of its last logit"
@@ -60,8 +61,8 @@ class Request:
 
 
 def kind(case):
-    """The name of the case's type (a serving loop's step answers for the case it holds)."""
-    return type(getattr(case, "case", case)).__name__
+    """The case's type (a serving loop's step answers for the case it holds)."""
+    return type(getattr(case, "case", case))
 
 
 def requests(case):
@@ -69,7 +70,7 @@ def requests(case):
     kind_ = kind(case)
     greedy = case.greedy.tolist()
     found = []
-    if kind_ == "V2Case":
+    if kind_ is V2Case:
         logits, sampled, starts = case.target_logits.values, case.draft_sampled.values.tolist(), case.cu_num_logits.values.tolist()
         argmax = logits.argmax(1).tolist()
         for r, n in enumerate(case.counts):
@@ -79,7 +80,7 @@ def requests(case):
                                  logits.shape[1], kind_, tuple(range(start, start + n + 1))))
         return found
     drafts, bonus = case.draft_token_ids.values.tolist(), case.bonus_token_ids.values[:, 0].tolist()
-    if kind_ == "DecisionCase":
+    if kind_ is DecisionCase:
         given = (case.target_argmax.values.tolist(), case.recovered_token_ids.values.tolist())
         rejection = [given[0][t] if greedy_row else given[1][t] for t, greedy_row in _owners(case, greedy)]
         vocab = None
@@ -104,7 +105,7 @@ def _owners(case, greedy):
 def counts(case, outcome):
     """How many tokens each request says it emitted: V2's ``num_sampled`` as it is (past the
     row's width too), else the length of what :func:`emitted` reads."""
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         emitted(case, outcome)  # the same checks of the result's form
         return outcome.returned[1].tolist()
     return [len(tokens) for tokens in emitted(case, outcome)]
@@ -115,7 +116,7 @@ def emitted(case, outcome):
     V2 count past the row's width reads the whole row (how many is :func:`counts`' business)."""
     got = outcome.returned
     rows = case.bs
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
             check(False, "result", _shown(got), "(sampled, num_sampled), two tensors", case)  # shown when it fails only
         sampled, counts = got
@@ -162,7 +163,7 @@ def check_layout(case, outcome):
 
 def _layout(case, outcome):
     """``[(name, tensor, shape, dtype)]``: the results the layout returns, as they should be."""
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         got = outcome.returned if isinstance(outcome.returned, (tuple, list)) else (outcome.returned,)
         check(len(got) == 2, "the number of results", len(got), "2: (sampled, num_sampled)", case)
         return [("sampled", got[0], (case.bs, case.k + 1), torch.int64), ("num_sampled", got[1], (case.bs,), torch.int32)]
@@ -172,7 +173,7 @@ def _layout(case, outcome):
 def check_counts(case, outcome):
     """Each request emits 1 to ``n + 1`` tokens: its accepted drafts and exactly one more."""
     __tracebackhide__ = True
-    said = "num_sampled" if kind(case) == "V2Case" else "up to its last entry other than -1"
+    said = "num_sampled" if kind(case) is V2Case else "up to its last entry other than -1"
     for req, count in zip(requests(case), counts(case, outcome)):
         n = len(req.drafts)
         check(1 <= count <= n + 1, f"the number of tokens request {req.index} emitted ({said})", count,
@@ -219,7 +220,7 @@ def _nothing_left_without(case, row, draft):
     """Whether V1's float32 softmax of the target at ``row`` has no mass left once ``draft`` is
     removed (a draft that leads every other logit by more than about 104): V1 then takes the
     argmax of zeros, token 0, the draft itself perhaps, and the law names no token there."""
-    if kind(case) != "V1Case" or not 0 <= draft < case.target_logits.values.shape[1]:
+    if kind(case) is not V1Case or not 0 <= draft < case.target_logits.values.shape[1]:
         return False
     probs = case.target_logits.values[row].softmax(dim=-1, dtype=torch.float32)
     probs[draft] = 0.0
@@ -247,13 +248,13 @@ RULES = (check_layout, check_counts, check_verbatim, check_placeholders, check_r
 
 def cases_for_impl(**options):
     """The cases of the implementation's own vLLM layout with ``options`` (``min_bs``,
-    ``rate``...), from the strategy ``sx.BY_CONTRACT`` registers for it; masked ones cut as a
+    ``rate``...), from the strategy its record holds; masked ones cut as a
     runner that cuts refused drafts passes them on where the implementation is checked so
     (``--refused-drafts runner``, CONTRACT.md §15.4)."""
 
     def built(impl):
         cut = (("cut", True),) if options.get("masked") and impl.refused_drafts == "runner" else ()
-        return _built(sx.BY_CONTRACT[impl.contract][0], tuple(sorted(options.items())) + cut)
+        return _built(impl.record.strategy, tuple(sorted(options.items())) + cut)
 
     return built
 
@@ -283,12 +284,12 @@ class Drafted:
 
 
 def sampler_case(contract, batch, rates, seed=0):
-    """A case of ``contract``'s sampler (``vllm_v1`` or ``vllm_v2``) holding the requests of
+    """A case of ``contract``'s sampler (the record ``sx.VLLM_V1`` or ``sx.VLLM_V2``) holding the requests of
     ``batch`` (:class:`Drafted`) and the conditional ``rates``; V1's bonus is the argmax of
     each request's last logit, as V2 would emit for a greedy request."""
     rates = TensorArg(torch.tensor(rates, dtype=torch.float32))
     counts = [len(req.drafts) for req in batch]
-    if contract == "vllm_v1":
+    if contract == sx.VLLM_V1:
         return V1Case(
             draft_token_ids=TensorArg(torch.tensor([d for req in batch for d in req.drafts], dtype=torch.int32)),
             num_draft_tokens=TensorArg(torch.tensor(counts, dtype=torch.int64)),
@@ -316,7 +317,7 @@ def accepted_counts(case, outcome):
 def with_last_seeded(case, seed):
     """``case`` with its last request sampling with a seed of its own: in V1 only such a
     request has a generator (§16.3); in V2 every request has a seed, kept as drawn."""
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         return case
     seeds, greedy = case.generator_seeds.values.clone(), case.is_greedy.values.clone()
     seeds[-1], greedy[-1] = seed, False
@@ -325,7 +326,7 @@ def with_last_seeded(case, seed):
 
 def last_alone(case, seed):
     """The last request of ``case`` alone, the default generator seeded with ``seed``."""
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         start = int(case.cu_num_logits.values[-2])
         rows = slice(start, None)
         return dataclasses.replace(
@@ -347,7 +348,7 @@ def last_alone(case, seed):
 def reordered(case, order):
     """``case`` (the decision's or V2's) with its requests in ``order`` (request ``order[j]``
     becomes request ``j``), each with its own drafts, logits, positions and seed."""
-    if kind(case) == "V2Case":
+    if kind(case) is V2Case:
         cu = case.cu_num_logits.values.to(torch.int64)
         rows = torch.cat([torch.arange(int(cu[r]), int(cu[r + 1])) for r in order])
         sizes = cu.diff()[order]

@@ -1,11 +1,34 @@
 """Hypothesis strategies for simulated-acceptance cases (import as ``sx``:
-``from simacc import strategies as sx``).
+``from simacc import strategies as sx``), and the contracts' records.
 
-Each takes what it varies as arguments (token modes, sizes, the fixed token id) and reads no
-session state, so it serves any test, a downstream project's included."""
+Each strategy takes what it varies as arguments (token modes, sizes, the fixed token id) and
+reads no session state, so it serves any test, a downstream project's included. Each contract
+family is one module holding its records (:class:`~simacc.harness.config.contracts.Contract`),
+its case types and its strategies; :data:`CONTRACTS` lists every record, as PyTorch's
+``op_db`` does, and is what the harness is handed wherever it needs every contract."""
 
-from simacc.strategies.cases import (
+from simacc.harness.config.contracts import named
+from simacc.strategies.dspark import (
+    DSPARK_ACCEPT,
+    DSPARK_BONUS,
+    DSPARK_LENGTH,
+    DsparkAcceptCase,
+    DsparkBonusCase,
+    DsparkLengthCase,
+    dspark_accept_cases,
+    dspark_bonus_cases,
+    dspark_length_cases,
+)
+from simacc.strategies.eagle import (
+    DFLASH,
+    EAGLE,
+    EAGLE_LAYOUTS,
+    KERNEL,
+    LEGACY,
     ROOT_LAYOUTS,
+    DflashCase,
+    EagleCase,
+    KernelCase,
     chain_cases,
     dflash_cases,
     dflash_server_batches,
@@ -15,9 +38,8 @@ from simacc.strategies.cases import (
     roots,
     server_batches,
 )
-from simacc.strategies.dspark import dspark_accept_cases, dspark_bonus_cases, dspark_length_cases
 from simacc.strategies.functional import SPARE as FUNCTIONAL_SPARE
-from simacc.strategies.functional import functional_cases
+from simacc.strategies.functional import FUNCTIONAL, FunctionalCase, functional_cases
 from simacc.strategies.scalars import (
     MAX_SPEC_STEPS,
     acc_lens,
@@ -32,38 +54,73 @@ from simacc.strategies.scalars import (
     vocab_sizes,
 )
 from simacc.strategies.tensors import token_dtypes
-from simacc.strategies.vllm import conversion_cases, decision_cases, synthetic_settings, v1_cases, v2_cases
+from simacc.strategies.vllm import (
+    VLLM_CONVERSION,
+    VLLM_DECISION,
+    VLLM_SETTINGS,
+    VLLM_V1,
+    VLLM_V2,
+    ConversionCase,
+    DecisionCase,
+    SettingsCase,
+    V1Case,
+    V2Case,
+    conversion_cases,
+    decision_cases,
+    synthetic_settings,
+    v1_cases,
+    v2_cases,
+)
 
-# Each contract's cases, for a property every contract shares (``cases_for_impl`` in
-# ``simacc.properties.support``): the strategy, and the attributes of the implementation under
-# test it is given as keyword arguments (its token modes, its fixed id).
-BY_CONTRACT = {
-    "eagle": (eagle_cases, ("modes",)),
-    "legacy": (eagle_cases, ("modes",)),
-    "dflash": (dflash_cases, ()),
-    "kernel": (kernel_cases, ()),
-    "functional": (functional_cases, ("fixed_token_id",)),
-    "vllm_settings": (synthetic_settings, ()),
-    "vllm_conversion": (conversion_cases, ()),
-    "vllm_decision": (decision_cases, ()),
-    "vllm_v1": (v1_cases, ()),
-    "vllm_v2": (v2_cases, ()),
-    "dspark_length": (dspark_length_cases, ()),
-    "dspark_bonus": (dspark_bonus_cases, ()),
-    "dspark_accept": (dspark_accept_cases, ()),
-}
+# Every contract, in the order a list of them is shown; the first is what a ``**kwargs`` wrapper
+# that names no parameter of any contract is taken for (sglang's call sites pass keywords)
+CONTRACTS = (EAGLE, LEGACY, DFLASH, KERNEL, FUNCTIONAL, VLLM_SETTINGS, VLLM_CONVERSION, VLLM_DECISION, VLLM_V1, VLLM_V2,
+             DSPARK_LENGTH, DSPARK_BONUS, DSPARK_ACCEPT)
+
+
+def contract(name):
+    """The record of contract ``name``; ``ValueError`` naming the known ones."""
+    return named(CONTRACTS, name)
+
 
 __all__ = [
-    "BY_CONTRACT",
+    "CONTRACTS",
+    "ConversionCase",
+    "DFLASH",
+    "DSPARK_ACCEPT",
+    "DSPARK_BONUS",
+    "DSPARK_LENGTH",
+    "DecisionCase",
+    "DflashCase",
+    "DsparkAcceptCase",
+    "DsparkBonusCase",
+    "DsparkLengthCase",
+    "EAGLE",
+    "EAGLE_LAYOUTS",
+    "EagleCase",
+    "FUNCTIONAL",
     "FUNCTIONAL_SPARE",
+    "FunctionalCase",
+    "KERNEL",
+    "KernelCase",
+    "LEGACY",
     "MAX_SPEC_STEPS",
     "ROOT_LAYOUTS",
+    "SettingsCase",
+    "V1Case",
+    "V2Case",
+    "VLLM_CONVERSION",
+    "VLLM_DECISION",
+    "VLLM_SETTINGS",
+    "VLLM_V1",
+    "VLLM_V2",
     "acc_lens",
     "bad_acc_lens",
     "bad_methods",
     "bad_token_modes",
     "batch_sizes",
     "chain_cases",
+    "contract",
     "conversion_cases",
     "decision_cases",
     "dflash_cases",

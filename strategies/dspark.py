@@ -1,7 +1,8 @@
-"""Strategies for sglang's DSpark layouts (CONTRACT.md §19-§21): the step's length, the simulated
-bonus and the accept under a simulated length.
+"""sglang's DSpark (CONTRACT.md Part III, §19-§21): the records of its layouts (the step's length,
+the simulated bonus, drawn from Python's global generator, and the accept under a simulated length;
+no fixed mode, so no fixed id) and the strategies of their cases.
 
-As in :mod:`simacc.strategies.cases`, the case's seed seeds every tensor's contents, so a case
+As in :mod:`simacc.strategies.eagle`, the case's seed seeds every tensor's contents, so a case
 makes few draws. DSpark's Triton kernels address a token row through its row stride only
 (CONTRACT.md §20.1, §21.5), so a case's tensors are all contiguous, all one element into their
 storage (``offset``), or its 2-D row tensors the leading columns of wider rows (``padded``, the
@@ -12,23 +13,249 @@ Triton's interpreter takes milliseconds a program; a server's batch is built onc
 
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 from hypothesis import strategies as st
 
+from simacc.contract import dspark as reference
 from simacc.contract.caller import DEFAULT_METHOD
-from simacc.harness.config.contracts import DSPARK_BONUSES, VLLM_REQUESTS
-from simacc.harness.model.cases import DsparkAcceptCase, DsparkBonusCase, DsparkLengthCase, TensorArg
+from simacc.contract.sampling import METHODS
+from simacc.harness.config.contracts import Contract
+from simacc.harness.model.cases import VLLM_FLOATS, Case, TensorArg, first_problem, tensor_problem
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
-from simacc.strategies.cases import _Contents, _logits
+from simacc.strategies.eagle import _Contents, _logits
+from simacc.strategies.vllm import GREEDY, REQUESTS
 
+
+# -- the case types --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DsparkLengthCase(Case):
+    """Arguments of DSpark's step length (CONTRACT.md §19), plus the generator seed and the
+    method, which the call reads at import (``SGLANG_SIMULATE_ACC_METHOD``), not from its
+    arguments."""
+
+    simulated_correct_len: TensorArg
+    simulate_acc_len: float
+    gamma: int
+    simulate_acc_method: str
+    seed: int
+
+    width_name = "T"
+
+    @property
+    def bs(self):
+        return 1  # one length for the whole batch
+
+    @property
+    def max_len(self):
+        return self.gamma + 1
+
+    @property
+    def variant(self):
+        return self.simulate_acc_method
+
+    def args(self, device):
+        values = super().args(device)
+        del values["simulate_acc_method"]
+        return values
+
+    def sizes_text(self):
+        return f"T={self.max_len} (gamma + 1), method {self.simulate_acc_method}"
+
+    def size_text(self):
+        return f"T={self.max_len}"
+
+    def _arguments_problem(self):
+        if self.gamma < 0:
+            return "gamma must be >= 0"
+        if self.simulate_acc_method != DEFAULT_METHOD:
+            return (f"simulate_acc_method={self.simulate_acc_method!r} is not the method this process reads at import "
+                    f"({DEFAULT_METHOD!r}, from SGLANG_SIMULATE_ACC_METHOD)")
+        return tensor_problem(self, "simulated_correct_len", (1,), (torch.int64,))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DsparkBonusCase(Case):
+    """Arguments of DSpark's simulated bonus (CONTRACT.md §20): ``seed`` seeds Python's global
+    generator, which the call draws its one seed from (§20.3), and torch's, which it must not
+    need."""
+
+    target_logits: TensorArg
+    correct_len: TensorArg
+    temperatures: TensorArg
+    bs: int
+    rows_per_request: int
+    seed: int
+
+    width_name = "R"
+
+    @property
+    def max_len(self):
+        return self.rows_per_request
+
+    @property
+    def vocab(self):
+        return self.target_logits.values.shape[-1]
+
+    @property
+    def requests(self):
+        """Which requests sample (temperature > 0): ``greedy``, ``random`` or ``mixed``."""
+        sampled = self.temperatures.values.reshape(-1) > 0
+        return "greedy" if not bool(sampled.any()) else "random" if bool(sampled.all()) else "mixed"
+
+    variant = requests
+
+    def length_text(self):
+        rows = self.correct_len.values.tolist()
+        return f"correct_len={rows if len(rows) <= 8 else self.correct_len.summary()}"
+
+    def sizes_text(self):
+        return f"R={self.rows_per_request}, bs={self.bs}, V={self.vocab}, {self.requests} requests"
+
+    def size_text(self):
+        return f"bs={self.bs} R={self.rows_per_request} V={self.vocab}"
+
+    def _arguments_problem(self):
+        if self.bs < 1 or self.rows_per_request < 1:
+            return "bs and rows_per_request must be >= 1"
+        logit_rows = self.bs * self.rows_per_request
+        problem = first_problem(tensor_problem(self, "target_logits", (logit_rows, None), VLLM_FLOATS),
+                                tensor_problem(self, "correct_len", (self.bs,), (torch.int64,)),
+                                tensor_problem(self, "temperatures", (self.bs, 1), (torch.float32,)))
+        if problem or self.vocab < 1:
+            return problem or "target_logits must have a vocabulary (V >= 1)"
+        rows = self.correct_len.values
+        if not 0 <= int(rows.min()) <= int(rows.max()) < self.rows_per_request:
+            return f"correct_len must lie in [0, rows_per_request - 1 = {self.rows_per_request - 1}]"
+        return None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DsparkAcceptCase(Case):
+    """Arguments of DSpark's accept under a simulated length (CONTRACT.md §21), the layout of
+    ``static_accept_tail``: ``part_val``, ``part_idx`` and ``vocab`` are passed as its
+    ``bonus_parts`` (None without ``part_val``); ``seed`` seeds the generator it must not need."""
+
+    candidates: TensorArg
+    target_predict: TensorArg | None
+    seq_lens: TensorArg
+    verify_lens: TensorArg
+    gate: TensorArg
+    correct_len_out: TensorArg
+    bonus_out: TensorArg
+    cap_trim_lens_out: TensorArg
+    commit_lens_out: TensorArg
+    new_seq_lens_out: TensorArg
+    out_tokens_out: TensorArg
+    simulated_correct_len: TensorArg | None
+    bonus_in: TensorArg | None
+    part_val: TensorArg | None
+    part_idx: TensorArg | None
+    vocab: int
+    gated_commit_lens_out: TensorArg | None
+    seed: int = 0
+
+    width_name = "T"
+    length_given = True
+    token_fields = ("candidates", "target_predict")
+
+    @property
+    def bs(self):
+        return self.candidates.values.shape[0]
+
+    @property
+    def max_len(self):
+        return self.candidates.values.shape[1]
+
+    @property
+    def simulated(self):
+        """The simulated correct count (``L - 1``), or None: the real greedy accept."""
+        return None if self.simulated_correct_len is None else int(self.simulated_correct_len.values[0])
+
+    def expected_length(self):
+        return None if self.simulated is None else self.simulated + 1
+
+    def length_text(self):
+        if self.simulated is None:
+            return "L not simulated (each row's own greedy accept)"
+        return f"L={self.simulated + 1} given (simulated_correct_len={self.simulated})"
+
+    @property
+    def bonus_source(self):
+        """Where the bonus comes from: ``target``, ``bonus_in`` or ``bonus_parts``."""
+        return "bonus_parts" if self.part_val is not None else "bonus_in" if self.bonus_in is not None else "target"
+
+    variant = bonus_source
+
+    def args(self, device):
+        values = super().args(device)
+        part_val, part_idx, vocab = values.pop("part_val"), values.pop("part_idx"), values.pop("vocab")
+        values["bonus_parts"] = None if part_val is None else (part_val, part_idx, vocab)
+        return values
+
+    def sizes_text(self):
+        return f"T={self.max_len}, bs={self.bs}, bonus from {self.bonus_source}"
+
+    def _buffer_problem(self, name, dtypes, columns=(), optional=False):
+        """``name`` holds at least ``bs`` rows (a static buffer may have more) of ``dtypes``."""
+        arg = getattr(self, name)
+        if arg is None and optional:
+            return None
+        return tensor_problem(self, name, (None, *columns), dtypes) or (
+                              arg.values.shape[0] < self.bs and f"{name} has fewer than bs = {self.bs} rows")
+
+    def _arguments_problem(self):
+        bs, width = self.candidates.values.shape if self.candidates.values.dim() == 2 else (0, 0)
+        if bs < 1 or width < 1:
+            return "candidates must be (bs, gamma + 1) with bs >= 1"
+        wide, narrow = (torch.int64,), (torch.int32,)
+        problem = first_problem(
+            tensor_problem(self, "candidates", (bs, width), wide),
+            self.target_predict is not None and tensor_problem(self, "target_predict", (bs * width,), wide),
+            *(self._buffer_problem(name, wide) for name in ("seq_lens", "verify_lens", "correct_len_out", "bonus_out",
+                                                            "new_seq_lens_out")),
+            self._buffer_problem("cap_trim_lens_out", narrow),
+            self._buffer_problem("commit_lens_out", narrow),
+            self._buffer_problem("out_tokens_out", wide, (width,)),
+            tensor_problem(self, "gate", (1,), narrow),
+            self._buffer_problem("gated_commit_lens_out", narrow, optional=True),
+            self.simulated_correct_len is not None and tensor_problem(self, "simulated_correct_len", (1,), wide),
+            self._buffer_problem("bonus_in", wide, optional=True),
+        )
+        if problem:
+            return problem
+        if self.simulated is not None and not 0 <= self.simulated < width:
+            return f"simulated_correct_len={self.simulated} is not in [0, gamma = {width - 1}]"
+        parts = self.part_val is not None
+        if parts != (self.part_idx is not None) or (parts and self.bonus_in is not None):
+            return "bonus_parts needs part_val and part_idx, and excludes bonus_in"
+        if self.target_predict is None and (self.simulated is None or self.bonus_source == "target"):
+            return "target_predict may be missing only with a simulated length and a supplied bonus"
+        if not parts:
+            return None
+        splits = self.part_val.values.shape[-1]
+        return first_problem(self._buffer_problem("part_val", (torch.float32,), (splits,)),
+                             tensor_problem(self, "part_idx", tuple(self.part_val.values.shape), narrow),
+                             self.vocab < 1 and "vocab must be >= 1",
+                             not _power_of_two(splits) and f"bonus_parts has {splits} splits, not a power of two")
+
+def _power_of_two(n):
+    return n >= 1 and n & (n - 1) == 0
+
+
+DSPARK_ACCEPT_PARAMS = ("candidates", "target_predict", "seq_lens", "verify_lens", "gate", "correct_len_out",
+                        "bonus_out", "cap_trim_lens_out", "commit_lens_out", "new_seq_lens_out", "out_tokens_out")
+BONUSES = ("target", "bonus_in", "bonus_parts")  # where an accept case's bonus comes from (§21.2): its variants
 MAX_GAMMA = 8  # a server's usual draft count; the cases reach past it (LONG_GAMMA) in about one in two
 LONG_GAMMA = 16  # as vLLM's LONG_K: a kernel, count or length sized for a block of 8 drafts shows past 8
 _ROW_LAYOUTS = st.sampled_from(("contiguous", "offset", "padded"))
 _BUFFER_LAYOUTS = st.sampled_from(("contiguous", "strided", "offset"))  # the length's buffer: any one-element view
 _BOOLEANS = st.booleans()
-_NAN = st.integers(0, 0).map(lambda _: math.nan)  # a branch with a draw of its own, as in strategies.cases
+_NAN = st.integers(0, 0).map(lambda _: math.nan)  # a branch with a draw of its own, as in strategies.eagle
 # a toy vocabulary, or now and then one that the upstream kernels split into blocks of 4096 (one, two, three)
 _VOCABS = st.sampled_from((*range(1, 65), 4096, 4097, 8193))
 # or, for a property that needs one, a vocabulary split into blocks in about a quarter of the cases: a mistake per
@@ -96,7 +323,7 @@ def _dspark_length_cases(draw, gammas, methods):
     )
 
 
-def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1, split_vocabularies=False):
+def dspark_bonus_cases(*, modes=GREEDY, min_bs=1, max_bs=8, max_rows=MAX_GAMMA + 1, split_vocabularies=False):
     """Cases for DSpark's simulated bonus: ``bs`` requests of ``rows_per_request`` verify rows
     each, logits with one maximum a row (integer scores below it, so the greedy bonus is one
     token on every device), ``correct_len`` one row for the batch (as DSpark passes it) or one
@@ -108,8 +335,8 @@ def dspark_bonus_cases(*, modes=VLLM_REQUESTS, min_bs=1, max_bs=8, max_rows=MAX_
     vocabulary past 4096 in about a quarter of the cases instead of now and then. Shrinks toward bs=1, one row, greedy, a small
     vocabulary, no tiny temperature.
     """
-    if not modes or set(modes) - set(VLLM_REQUESTS):
-        raise ValueError(f"{modes=} must be a non-empty subset of {VLLM_REQUESTS}")
+    if not modes or set(modes) - set(GREEDY):
+        raise ValueError(f"{modes=} must be a non-empty subset of {GREEDY}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
     sc._check_range("min_rows", 1, "max_rows", max_rows)
     return _dspark_bonus_cases(st.sampled_from(tuple(modes)), st.integers(max(min_bs, 1), max_bs),
@@ -180,7 +407,7 @@ def _server_bonus_case():
         bs=_SERVER_BS, rows_per_request=1, seed=0)
 
 
-def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=LONG_GAMMA,
+def dspark_accept_cases(*, bonuses=BONUSES, min_bs=1, max_bs=64, min_gamma=0, max_gamma=LONG_GAMMA,
                         simulated=None, gated=None):
     """Cases for DSpark's accept (the layout of ``static_accept_tail``): ``bs`` rows of an anchor
     and ``gamma`` drafts (past :data:`MAX_GAMMA` in about one case in two), each row's target
@@ -194,8 +421,8 @@ def dspark_accept_cases(*, bonuses=DSPARK_BONUSES, min_bs=1, max_bs=64, min_gamm
     ``target_predict``, as the fold passes it.
     Shrinks toward bs=1, gamma=min_gamma, a simulated length of 0, the target's bonus, contiguous.
     """
-    if not bonuses or set(bonuses) - set(DSPARK_BONUSES):
-        raise ValueError(f"{bonuses=} must be a non-empty subset of {DSPARK_BONUSES}")
+    if not bonuses or set(bonuses) - set(BONUSES):
+        raise ValueError(f"{bonuses=} must be a non-empty subset of {BONUSES}")
     sc._check_range("min_bs", max(min_bs, 1), "max_bs", max_bs)
     sc._check_range("min_gamma", max(min_gamma, 0), "max_gamma", max_gamma)
     simulations = _BOOLEANS.map(lambda real: not real) if simulated is None else st.just(simulated)
@@ -296,3 +523,16 @@ def _server_accept_case(sim):
     values = _accept_values(_Contents(DsparkAcceptCase, 0), _SERVER_BS, MAX_GAMMA, sim, _SERVER_BS + 7, True,
                             151_936, True, True, "target", None)
     return DsparkAcceptCase(**_placed(values, "contiguous"), vocab=151_936, seed=0)
+
+
+# -- the records: a length case's variant is the method read at import (§19), a bonus case's which requests
+# sample, an accept case's where its bonus comes from
+
+DSPARK_LENGTH = Contract("dspark_length", ("simulated_correct_len", "simulate_acc_len", "gamma"),
+                         reference.begin_simulated_step, DsparkLengthCase, dspark_length_cases, "method", METHODS)
+DSPARK_BONUS = Contract(
+    "dspark_bonus", ("target_logits", "correct_len", "temperatures", "bs", "rows_per_request"),
+    reference.simulated_bonus_sample, DsparkBonusCase, dspark_bonus_cases, REQUESTS, GREEDY, draws=("random",),
+)
+DSPARK_ACCEPT = Contract("dspark_accept", DSPARK_ACCEPT_PARAMS, reference.static_accept_tail, DsparkAcceptCase,
+                         dspark_accept_cases, "bonus source", BONUSES, draws=())

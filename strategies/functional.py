@@ -1,5 +1,5 @@
-"""Cases for the functional contract (:mod:`simacc.contract.functional`): verify states like
-the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
+"""The functional contract (:mod:`simacc.contract.functional`, CONTRACT.md §10): its record and
+its cases, verify states like the EAGLE cases, plus a ``valid_mask``, the check's fixed token id and a seed for the key.
 
 Shapes come from a short menu (``SHAPES``), not from ranges: an eager JAX op compiles once
 for every new shape (tens of milliseconds an op, about a second for a whole call on two
@@ -11,14 +11,73 @@ contiguous buffers, and JAX holds tokens as int32 anyway (x64 off).
 """
 
 import functools
+from dataclasses import dataclass
 
 import torch
 from hypothesis import strategies as st
 
 import simacc as sa
-from simacc.harness.model.cases import FunctionalCase, TensorArg
+from simacc.contract import functional as reference
+from simacc.harness.config.contracts import Contract
+from simacc.harness.model.cases import Case, TensorArg, chain_problem, first_problem, ranges_problem, tensor_problem
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
+
+
+# -- the case type ---------------------------------------------------------------------------------
+
+
+_TOKEN_MAX = 2**31  # a fixed token id fits in int32 (CONTRACT.md §2.5)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FunctionalCase(Case):
+    """Arguments of the functional contract (:mod:`simacc.contract.functional`): ``seed`` is passed as
+    ``rng`` (the call style makes it a JAX key), or None when ``omitted`` names ``rng``."""
+
+    accept_index: TensorArg
+    predict: TensorArg
+    candidates: TensorArg | None
+    target_predict: TensorArg | None
+    valid_mask: TensorArg
+    spec_steps: int
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    fixed_token_id: int
+    seed: int
+    omitted: tuple = ()  # ("rng",): the call passes rng=None
+
+    def args(self, device):
+        return {**super().args(device), "rng": None if "rng" in self.omitted else self.seed}
+
+    omittable = frozenset({("rng",)})
+
+    @property
+    def max_len(self):
+        return self.spec_steps + 1
+
+    @property
+    def bs(self):
+        return self.accept_index.values.shape[0]
+
+    def length_text(self):
+        return "L drawn by the implementation"  # a JAX key, not torch's generator: no documented draw
+
+    def _arguments_problem(self):
+        width = self.spec_steps + 1
+        bs = self.accept_index.values.shape[0] if self.accept_index.values.dim() else -1
+        if self.spec_steps < 0:
+            return "spec_steps must be >= 0"
+        if not 0 <= self.fixed_token_id < _TOKEN_MAX:
+            return f"fixed_token_id={self.fixed_token_id} does not fit int32"
+        real = self.simulate_acc_token_mode == "real-draft-token"  # too few columns is a case the contract rejects
+        return first_problem(tensor_problem(self, "accept_index", (bs, width), (torch.int32,)),
+                             tensor_problem(self, "predict", (None,)),
+                             tensor_problem(self, "valid_mask", (bs,), (torch.bool,)),
+                             chain_problem(self, bs, width, real, exact_width=True),
+                             ranges_problem(self.accept_index, width, self.predict.values.numel()))
+
 
 # (bs, W, D): one request at width 1, a batch, an empty batch, a tree (D > W: fixed mode only)
 SHAPES = ((1, 1, 1), (4, 4, 4), (0, 4, 4), (2, 3, 5))
@@ -100,3 +159,13 @@ def _functional_cases(draw, modes, shapes, chains, missing_columns, fixed_token_
         fixed_token_id=fixed_token_id,
         seed=draw(_SEEDS, label="seed"),
     )
+
+
+FUNCTIONAL = Contract(
+    "functional",
+    ("accept_index", "predict", "candidates", "target_predict", "valid_mask", "spec_steps", "simulate_acc_len",
+     "simulate_acc_method", "simulate_acc_token_mode", "fixed_token_id", "rng"),
+    reference.simulated_acceptance, FunctionalCase, functional_cases, "token mode", sa.TOKEN_MODES,
+    takes=("fixed_token_id",),
+    keyword_style="jax", level="semantic", draws=("inputs",),
+)

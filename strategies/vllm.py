@@ -1,28 +1,298 @@
-"""Strategies for vLLM's synthetic acceptance (CONTRACT.md §13-§18): settings, and coherent
-batches for the decision (V1's layout, uniforms given), V1's sampler and V2's.
+"""vLLM's synthetic acceptance (CONTRACT.md Part II, §13-§18): the records of its keyword-only
+layouts, and the strategies of their cases: settings, and coherent batches for the decision
+(V1's layout, uniforms given), V1's sampler and V2's.
 
 A case (:mod:`simacc.harness.model.cases`) is plain data, CPU values and a few ints, that builds
 fresh keyword arguments on any device (``args(device)``), generators included. As in
-:mod:`simacc.strategies.cases`, a batch makes few draws: the shape of the batch and how its contents are made (placeholders,
-greedy rows, seeded requests, uniforms at the edges) are draws, the contents come from the
-batch's one ``seed``.
+:mod:`simacc.strategies.eagle`, a batch makes few draws: the shape of the batch and how its
+contents are made (placeholders, greedy rows, seeded requests, uniforms at the edges) are draws,
+the contents come from the batch's one ``seed``.
 """
 
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 from hypothesis import strategies as st
 
 from simacc.contract import vllm as ref
-from simacc.harness.model.cases import ConversionCase, DecisionCase, SettingsCase, TensorArg, V1Case, V2Case
+from simacc.contract import vllm_v2 as ref2
+from simacc.harness.config.contracts import Contract
+from simacc.harness.model.cases import INTEGERS, VLLM_FLOATS, Case, TensorArg, first_problem, seeded, tensor_problem
 from simacc.strategies import scalars as sc
+
+
+# -- the case types --------------------------------------------------------------------------------
+
+
+_UNIFORM_FLOATS = (torch.float16, torch.bfloat16, *VLLM_FLOATS)  # the decision's uniforms: any float (§16.1)
+
+
+def _floats(arg):
+    """A 1-D float tensor's values as the Python floats a vLLM setting holds."""
+    return [float(v) for v in arg.values.tolist()]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SettingsCase(Case):
+    """The synthetic knobs of one speculative config (CONTRACT.md §13): ``K``, the rates (a
+    float64 tensor, passed as a list of floats) and the length, either or both None."""
+
+    num_speculative_tokens: int
+    synthetic_acceptance_rates: TensorArg | None
+    synthetic_acceptance_length: float | None = None
+    seed: int = 0
+
+    def args(self, device):
+        rates = self.synthetic_acceptance_rates
+        return {"num_speculative_tokens": self.num_speculative_tokens,
+                "synthetic_acceptance_rates": None if rates is None else _floats(rates),
+                "synthetic_acceptance_length": self.synthetic_acceptance_length}
+
+    @property
+    def knobs(self):
+        """The knobs given: ``rates``, ``length``, ``both`` or ``neither``."""
+        given = (self.synthetic_acceptance_rates is not None, self.synthetic_acceptance_length is not None)
+        return {(True, False): "rates", (False, True): "length", (True, True): "both"}.get(given, "neither")
+
+    variant = knobs
+
+    def length_text(self):
+        return f"K={self.num_speculative_tokens}"
+
+    def sizes_text(self):
+        return f"{self.knobs} given"
+
+    def size_text(self):
+        return f"K={self.num_speculative_tokens}"
+
+    def _arguments_problem(self):
+        if self.synthetic_acceptance_rates is None:
+            return None
+        return tensor_problem(self, "synthetic_acceptance_rates", (None,), VLLM_FLOATS)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ConversionCase(Case):
+    """Unconditional rates to convert (CONTRACT.md §14), passed as a list of floats with the
+    device the runner calls on."""
+
+    unconditional_rates: TensorArg
+    seed: int = 0
+
+    def args(self, device):
+        return {"unconditional_rates": _floats(self.unconditional_rates), "device": device}
+
+    knobs = variant = "rates"
+
+    def length_text(self):
+        return f"K={self.unconditional_rates.values.numel()}"
+
+    def sizes_text(self):
+        return f"rates {_floats(self.unconditional_rates)}"
+
+    def size_text(self):
+        return self.length_text()
+
+    def _arguments_problem(self):
+        return tensor_problem(self, "unconditional_rates", (None,), VLLM_FLOATS)
+
+
+class _VllmBatch(Case):
+    """What the batches of vLLM's samplers share (CONTRACT.md §15-§17): ``B`` requests, each
+    walking its own ``n_r <= K`` drafts with its own uniforms, so no one ``L``; the message
+    names ``K`` and the output's width instead. ``mode`` says which requests sample."""
+
+    width_name = "W"
+
+    @property
+    def k(self):
+        return self.synthetic_conditional_rates.values.numel()
+
+    @property
+    def greedy(self):
+        """``(B,)`` bool: which requests are greedy."""
+        return self.is_greedy.values
+
+    @property
+    def requests(self):
+        """Which requests sample: ``greedy`` (none), ``random`` (all) or ``mixed``."""
+        greedy = self.greedy
+        return "greedy" if bool(greedy.all()) else "random" if not bool(greedy.any()) else "mixed"
+
+    variant = requests
+
+    def length_text(self):
+        return f"K={self.k}"
+
+    def sizes_text(self):
+        return f"{self.width_name}={self.max_len}, B={self.bs}, {self.requests} requests"
+
+    def size_text(self):
+        return f"B={self.bs} K={self.k}"
+
+    def _rates_problem(self):
+        problem = tensor_problem(self, "synthetic_conditional_rates", (None,), VLLM_FLOATS)
+        return problem or (None if self.k >= 1 else "synthetic_conditional_rates must hold K >= 1 rates")
+
+
+class _V1Batch(_VllmBatch):
+    """V1's layout: flat drafts, ``num_draft_tokens`` a tensor here and a list of ints in the call."""
+
+    @property
+    def counts(self):
+        return self.num_draft_tokens.values.tolist()
+
+    @property
+    def bs(self):
+        return self.num_draft_tokens.values.numel()
+
+    @property
+    def max_len(self):
+        return max(self.counts, default=0) + 1
+
+    def args(self, device):
+        values = super().args(device)
+        values["num_draft_tokens"] = self.counts
+        return values
+
+    def _batch_problem(self, *flat):
+        """The counts in ``[0, K]``, then each tensor of ``flat`` ``(T,)``, the bonus and
+        ``is_greedy`` per request."""
+        problem = self._rates_problem() or tensor_problem(self, "num_draft_tokens", (None,), (torch.int64,))
+        if problem:
+            return problem
+        counts, rows = self.counts, self.bs
+        if counts and not 0 <= min(counts) <= max(counts) <= self.k:
+            return f"num_draft_tokens must lie in [0, K={self.k}], got {counts}"
+        tokens = sum(counts)
+        return first_problem(*(tensor_problem(self, name, (tokens, *rest), kinds) for name, rest, kinds in flat),
+                             tensor_problem(self, "bonus_token_ids", (rows, 1)),
+                             tensor_problem(self, "is_greedy", (rows,), (torch.bool,)))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DecisionCase(_V1Batch):
+    """Arguments of the decision given the uniforms, in V1's layout (CONTRACT.md §16.1)."""
+
+    draft_token_ids: TensorArg
+    num_draft_tokens: TensorArg
+    uniform_probs: TensorArg
+    synthetic_conditional_rates: TensorArg
+    target_argmax: TensorArg
+    recovered_token_ids: TensorArg
+    bonus_token_ids: TensorArg
+    is_greedy: TensorArg
+    seed: int = 0
+
+    token_fields = ("draft_token_ids", "target_argmax")
+
+    def _arguments_problem(self):
+        return self._batch_problem(("draft_token_ids", (), INTEGERS), ("uniform_probs", (), _UNIFORM_FLOATS),
+                                   ("target_argmax", (), INTEGERS), ("recovered_token_ids", (), INTEGERS))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class V1Case(_V1Batch):
+    """Arguments of V1's sampler (CONTRACT.md §16.2): ``generator_seeds`` gives each request
+    with a generator of its own the seed of a fresh one (-1: none), ``seed`` the default
+    generator's."""
+
+    draft_token_ids: TensorArg
+    num_draft_tokens: TensorArg
+    target_logits: TensorArg
+    bonus_token_ids: TensorArg
+    is_greedy: TensorArg
+    generator_seeds: TensorArg
+    synthetic_conditional_rates: TensorArg
+    seed: int = 0
+
+    token_fields = ("draft_token_ids", "target_logits")
+
+    def args(self, device):
+        values = super().args(device)
+        del values["generator_seeds"]
+        values["generators"] = {r: seeded(torch.Generator(device), s)
+                                for r, s in enumerate(self.generator_seeds.values.tolist()) if s >= 0}
+        return values
+
+    def _arguments_problem(self):
+        vocab = self.target_logits.values.shape[-1] if self.target_logits.values.dim() == 2 else -1
+        if vocab < 1:
+            return "target_logits must be (T, V) with V >= 1"
+        if self.bs < 1:
+            return "V1's sampler needs at least one request (CONTRACT.md §16.2)"
+        return self._batch_problem(("draft_token_ids", (), INTEGERS), ("target_logits", (vocab,), VLLM_FLOATS)) \
+            or tensor_problem(self, "generator_seeds", (self.bs,), (torch.int64,))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class V2Case(_VllmBatch):
+    """Arguments of V2's sampler (CONTRACT.md §17); ``request_seeds`` is the call's ``seed``
+    (``seed`` seeds torch's generator, which V2 must not need)."""
+
+    target_logits: TensorArg
+    draft_sampled: TensorArg
+    cu_num_logits: TensorArg
+    pos: TensorArg
+    temperature: TensorArg
+    request_seeds: TensorArg
+    num_speculative_steps: int
+    synthetic_conditional_rates: TensorArg
+    seed: int = 0
+
+    token_fields = ("draft_sampled", "target_logits")
+
+    @property
+    def greedy(self):
+        return self.temperature.values == 0
+
+    @property
+    def counts(self):
+        return (self.cu_num_logits.values.diff() - 1).tolist()
+
+    @property
+    def bs(self):
+        return self.cu_num_logits.values.numel() - 1
+
+    @property
+    def max_len(self):
+        return self.num_speculative_steps + 1
+
+    def args(self, device):
+        values = super().args(device)
+        values["seed"] = values.pop("request_seeds")
+        return values
+
+    def _arguments_problem(self):
+        logits = self.target_logits.values
+        if logits.dim() != 2 or logits.shape[1] < 1:
+            return "target_logits must be (N, V) with V >= 1"
+        problem = self._rates_problem() or tensor_problem(self, "cu_num_logits", (None,))
+        if problem:
+            return problem
+        if self.num_speculative_steps != self.k:
+            return f"num_speculative_steps={self.num_speculative_steps} is not K={self.k}, the number of rates"
+        cu, rows = self.cu_num_logits.values, self.bs
+        sizes = cu.diff()
+        if rows < 0 or int(cu[0]) != 0 or int(cu[-1]) != logits.shape[0] \
+                or bool(((sizes < 1) | (sizes > self.k + 1)).any()):
+            return f"cu_num_logits must run from 0 to {logits.shape[0]} in steps of 1 to K + 1"
+        return first_problem(tensor_problem(self, "target_logits", (None, None), VLLM_FLOATS),
+                             tensor_problem(self, "draft_sampled", (logits.shape[0],)),
+                             tensor_problem(self, "pos", (logits.shape[0],)),
+                             tensor_problem(self, "temperature", (rows,), VLLM_FLOATS),
+                             tensor_problem(self, "request_seeds", (rows,), (torch.int64,)))
+
 
 MAX_K = 8  # vLLM's synthetic knobs are used with a handful of speculative tokens
 LONG_K = 16  # the decision's K reaches past MAX_K now and then: a kernel sized for 8 drafts shows
 MAX_BS = 300  # past vLLM's default of 256 running requests: a full batch and then some
 PLACEHOLDERS = ("none", "first", "middle", "last", "scattered")  # where the -1 drafts go
-GREEDY = ("greedy", "random", "mixed")
+REQUESTS = "requests"  # what a batch's cases vary: which of its requests sample
+GREEDY = ("greedy", "random", "mixed")  # their variants
+KNOBS = ("rates", "length", "both", "neither")  # the synthetic knobs a settings case gives: its variants
 COUNTS = ("mixed", "full", "none")  # drafts per request: 0..K each, all K, all 0
 REFUSED = PLACEHOLDERS[1:]  # masked cases: where the refused drafts go (some always are)
 FILLED = ("full", "mixed")  # masked cases: drafts per request (some request always has drafts)
@@ -546,3 +816,32 @@ def _v2_case(rows, conditional, counts_mode, holes, greedy, vocab, seed, refused
         synthetic_conditional_rates=TensorArg(conditional),
         seed=seed,
     )
+
+
+# -- the records: keyword-only layouts, their cases' variants the knobs given or which requests sample
+
+VLLM_SETTINGS = Contract(
+    "vllm_settings", ("num_speculative_tokens", "synthetic_acceptance_rates", "synthetic_acceptance_length"),
+    ref.resolve_synthetic_rates, SettingsCase, synthetic_settings, "knobs given", KNOBS, draws=(), server_env=(),
+)
+VLLM_CONVERSION = Contract("vllm_conversion", ("unconditional_rates", "device"), ref.conditional_rates,
+                           ConversionCase, conversion_cases, "knobs given", ("rates",), draws=(), server_env=())
+VLLM_DECISION = Contract(
+    "vllm_decision",
+    ("draft_token_ids", "num_draft_tokens", "uniform_probs", "synthetic_conditional_rates", "target_argmax",
+     "recovered_token_ids", "bonus_token_ids", "is_greedy"),
+    ref.synthetic_accept, DecisionCase, decision_cases, REQUESTS, GREEDY, draws=(), server_env=(),
+)
+VLLM_V1 = Contract(
+    "vllm_v1",
+    ("draft_token_ids", "num_draft_tokens", "target_logits", "bonus_token_ids", "is_greedy", "generators",
+     "synthetic_conditional_rates"),
+    ref.synthetic_rejection_sample, V1Case, v1_cases, REQUESTS, GREEDY, server_env=(),
+)
+VLLM_V2 = Contract(
+    "vllm_v2",
+    ("target_logits", "draft_sampled", "cu_num_logits", "pos", "temperature", "seed", "num_speculative_steps",
+     "synthetic_conditional_rates"),
+    ref2.synthetic_rejection_sample_v2, V2Case, v2_cases, REQUESTS, GREEDY, level="semantic", draws=("inputs",),
+    server_env=(),
+)

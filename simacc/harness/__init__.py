@@ -3,8 +3,8 @@ import the rooms above it in this list and none below (the ``rooms`` contract of
 ``pyproject.toml``, which ``tests/meta/test_structure.py`` runs, fails on an import that points down
 the list, and the ``circles`` contract on any import circle):
 
-* :mod:`~simacc.harness.config`: what a session is configured with (contracts, settings,
-  profiles, devices, grad modes, statuses);
+* :mod:`~simacc.harness.config`: what a session is configured with (the contract record's type,
+  settings, profiles, devices, grad modes, statuses);
 * :mod:`~simacc.harness.processes`: processes and the files they share (fresh copies and new
   interpreters, heartbeats, event streams, Ctrl-C, whole-file writes);
 * :mod:`~simacc.harness.model`: the case model and its file format (cases, programs, repro files);
@@ -17,5 +17,8 @@ the list, and the ``circles`` contract on any import circle):
 * :mod:`~simacc.harness.plugin`: the pytest plugin.
 
 Every room may import :mod:`simacc.contract`; none imports the properties, the strategies,
-the commands or the zoo.
+the commands or the zoo. The contracts' records live with their strategies
+(``simacc.strategies.CONTRACTS``): the harness is handed that list where it needs every
+contract (loading an implementation, reading a repro file), and a pytest session gets it from
+the catalogue (``catalogue.checks``).
 """

@@ -24,13 +24,13 @@ import torch
 from hypothesis import settings
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.commands.checking import check, verdict
 from simacc.harness.call import process_state
-from simacc.harness.config import contracts
 from simacc.harness.config import settings as opts
 
-EAGLE = ", ".join(contracts.EAGLE_PARAMS)
+EAGLE = ", ".join(sx.EAGLE.params)
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
 COUNT = "num_correct_drafts_is_length_minus_one"
 FIXED = "fixed_mode_fills_predict_with_the_fixed_id"

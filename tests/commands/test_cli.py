@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl
 
@@ -70,9 +71,9 @@ def isolated(monkeypatch, tmp_path):
 def test_a_non_callable_is_named_with_its_article(isolated):
     (isolated / "m.py").write_text("generate = 3\nother = 'x'\n")
     with pytest.raises(impl.ImplError, match=r"'generate' is an int, not callable$"):
-        impl.load("m.py:generate")
+        impl.load("m.py:generate", sx.CONTRACTS)
     with pytest.raises(impl.ImplError, match=r"'other' is a str, not callable$"):
-        impl.load("m.py:other")
+        impl.load("m.py:other", sx.CONTRACTS)
 
 
 def test_a_file_inside_a_package_that_imports_relatively_is_told_the_dotted_form(isolated):
@@ -83,11 +84,11 @@ def test_a_file_inside_a_package_that_imports_relatively_is_told_the_dotted_form
     (package / "helpers.py").write_text("import simacc\nREFERENCE = simacc.generate_simulated_accept_index\n")
     (package / "impl.py").write_text("from .helpers import REFERENCE as generate\n")
     with pytest.raises(impl.ImplError) as info:
-        impl.load("ports/mine/impl.py:generate")
+        impl.load("ports/mine/impl.py:generate", sx.CONTRACTS)
     message = str(info.value)
     assert "\n" not in message and "attempted relative import" in message
     assert message.endswith("; impl.py lies in package 'ports': try IMPL 'ports.mine.impl:generate'")
-    assert impl.load("ports.mine.impl:generate").contract == "eagle"
+    assert impl.load("ports.mine.impl:generate", sx.CONTRACTS).contract == "eagle"
 
 
 def test_without_jax_the_hint_installs_the_extra_of_the_installed_package(monkeypatch):

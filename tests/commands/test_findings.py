@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.contract import dspark_glue, vllm_glue
 from simacc.harness.model import repro_files
@@ -36,7 +37,7 @@ PR_AUTHORS = {  # a pull request a report cites, and who wrote the words it reli
 
 
 def case_of(report):
-    return repro_files.load(report.json).case
+    return repro_files.load(report.json, sx.CONTRACTS).case
 
 
 def values(case, name):

@@ -18,6 +18,7 @@ import time
 from tests import offered
 import pytest
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.commands.checking import fuzz
 from simacc.harness.processes import interrupts
@@ -388,7 +389,7 @@ def test_every_property_that_draws_is_a_hypothesis_test_when_collected(tmp_path)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     names = {line.split("::")[1].split("[")[0].removeprefix("test_") for line in collected.stdout.splitlines()
              if "::" in line}
-    shipped = impls.load("simacc:generate_simulated_accept_index")
+    shipped = impls.load("simacc:generate_simulated_accept_index", sx.CONTRACTS)
     drawing = {p.id for p in properties.every_property() if p.is_hypothesis_test and p.not_applicable(shipped, "cpu")
                is None and (p.applies_when is None or not p.parametrizations()[0][1])}
     assert "serving_loop_conforms_at_every_step" in names and ITS_KILLER in names
@@ -433,7 +434,7 @@ def test_a_failure_hypofuzz_finds_replays_in_check_and_repro_through_the_example
     from simacc.harness.call import impl as impls
     from simacc.harness.config import profiles
 
-    test = properties.find(ITS_KILLER).hypothesis_test(impls.load(FOUND_AT_ONCE), "cpu", {},
+    test = properties.find(ITS_KILLER).hypothesis_test(impls.load(FOUND_AT_ONCE, sx.CONTRACTS), "cpu", {},
                                                        profiles.for_session("default"))
     key = function_digest(test.hypothesis.inner_test)
     database = DirectoryBasedExampleDatabase(str(tmp_path / ".hypothesis" / "examples"))

@@ -23,12 +23,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.config import profiles
-from simacc.harness.config.contracts import CONTRACTS
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import DecisionCase, DflashCase, EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import watch
+from simacc.strategies import DecisionCase, DflashCase, EagleCase
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = "simacc:generate_simulated_accept_index"
@@ -195,7 +196,7 @@ def test_replaying_against_the_reference_exits_0(planted, capsys):
 def test_promoting_copies_the_case_into_the_corpus_once(planted, promoted, capsys):
     (path,) = promoted.glob("*.json")
     assert re.fullmatch(rf"{PROPERTY}-[0-9a-f]{{10}}\.json", path.name)
-    _same_case(reprofile.load(path).case, reprofile.load(planted["files"][0]).case)
+    _same_case(reprofile.load(path, sx.CONTRACTS).case, reprofile.load(planted["files"][0], sx.CONTRACTS).case)
     assert cli.main(["repro", str(planted["files"][0]), "--trust-recorded-impl", "--promote", "--corpus", str(promoted)]) == 1
     assert "already in the regression corpus" in capsys.readouterr().out
     assert len(list(promoted.glob("*.json"))) == 1
@@ -228,7 +229,7 @@ def test_one_failure_is_one_file_whichever_worker_run_or_device_spelling_finds_i
     again = reprofile.save(_record(device="cpu:0", message="found again"), tmp_path)
     assert again == first and re.fullmatch(NAME, first.name)
     assert list(tmp_path.iterdir()) == [first]
-    assert reprofile.load(first).message == "found again"  # the latest word on it
+    assert reprofile.load(first, sx.CONTRACTS).message == "found again"  # the latest word on it
     others = [_record(impl=MISSING_IMPL), _record(device=NOWHERE), _record(case=_valid_case(seed=1)),
               _record(prop=("real_mode_writes_drafts_then_bonus_at_accepted_slots", "simacc.properties.test_tokens"))]
     names = {reprofile.save(record, tmp_path).name for record in others}
@@ -246,7 +247,7 @@ def test_concurrent_writers_of_one_failure_leave_one_whole_file_and_nothing_else
         while not stop.is_set():
             for path in tmp_path.glob("*.json"):
                 try:
-                    seen.append(reprofile.load(path).message)
+                    seen.append(reprofile.load(path, sx.CONTRACTS).message)
                 except reprofile.ReproError as e:
                     seen.append(f"half a file: {e}")
 
@@ -259,7 +260,7 @@ def test_concurrent_writers_of_one_failure_leave_one_whole_file_and_nothing_else
     stop.set()
     reader.join()
     (path,) = tmp_path.iterdir()
-    assert re.fullmatch(NAME, path.name) and reprofile.load(path).message.startswith("writer ")
+    assert re.fullmatch(NAME, path.name) and reprofile.load(path, sx.CONTRACTS).message.startswith("writer ")
     assert seen and all(m.startswith("writer ") for m in seen)
 
 
@@ -273,7 +274,7 @@ def test_a_write_that_fails_leaves_the_earlier_file_whole_and_no_temporary_file(
     with pytest.raises(OSError):
         reprofile.save(_record(message="later"), tmp_path)
     assert list(tmp_path.iterdir()) == [path]
-    assert reprofile.load(path).message == "earlier"
+    assert reprofile.load(path, sx.CONTRACTS).message == "earlier"
 
 
 # -- which device, and exit 5 when nothing was replayed -----------------------------------
@@ -289,6 +290,15 @@ def test_a_case_recorded_on_a_missing_cuda_device_replays_on_cpu_with_a_note(tmp
         cuda = _write(tmp_path, _record(device="cuda"))
         assert cli.main(["repro", str(cuda), "--trust-recorded-impl"]) == 0
         assert "no CUDA: torch.cuda.is_available() is False, so replaying on cpu" in capsys.readouterr().out
+
+
+def test_a_case_its_contract_cannot_be_asked_says_which_variant_it_is_and_which_the_contract_takes(tmp_path, capsys):
+    """A real-mode EAGLE case replayed against the legacy layout (fixed mode only): the message
+    names both in the contract's word for its variants (CONTRACT.md §6)."""
+    path = _write(tmp_path, _record())
+    assert cli.main(["repro", str(path), "--impl", "simacc:legacy_generate_simulated_accept_index"]) == 2
+    assert ("follows contract 'legacy' (token mode fixed), and this is a token mode real-draft-token case, for eagle"
+            in capsys.readouterr().err)
 
 
 def test_an_explicit_device_that_is_missing_exits_5_with_a_one_line_reason(tmp_path, capsys):
@@ -435,9 +445,9 @@ def test_a_repro_file_round_trips_every_tensor_dtype_layout_and_float():
         recovered_token_ids=ints(4, 5), bonus_token_ids=ints([6]), is_greedy=TensorArg(torch.tensor([True])),
     ) for dtype in (torch.float16, torch.bfloat16)]
     for case in (eagle, dflash, dataclasses.replace(dflash, fixed_token_id=None), *decisions):
-        _same_case(reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))), case)
+        _same_case(reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case))), sx.CONTRACTS), case)
     assert "fixed_token_id" not in reprofile.encode_case(dataclasses.replace(dflash, fixed_token_id=None))["fields"]
-    assert reprofile.parse(json.dumps(_document())).case.seed == 2**64 - 1
+    assert reprofile.parse(json.dumps(_document()), sx.CONTRACTS).case.seed == 2**64 - 1
 
 
 def _edit(path, key, value):
@@ -526,7 +536,7 @@ def test_the_repos_corpus_files_are_valid_and_named_for_their_case():
     files = sorted(BUILT_IN.glob("*.json"))
     assert files, "the corpus starts with a few real cases"
     for path in files:
-        record = reprofile.load(path)
+        record = reprofile.load(path, sx.CONTRACTS)
         assert path.name == f"{record.property}-{record.digest()}.json"
 
 
@@ -547,5 +557,5 @@ def test_a_published_finding_replays_and_the_contracts_reference_passes_its_case
     found = report.with_suffix(".json")
     assert f"simacc repro docs/findings/{found.name} --impl " in report.read_text(encoding="utf-8")
     contract = json.loads(found.read_text(encoding="utf-8"))["contract"]
-    assert cli.main(["repro", str(found), "--impl", CONTRACTS[contract].reference]) == 0
+    assert cli.main(["repro", str(found), "--impl", sx.contract(contract).spec]) == 0
     assert "holds for this case" in capsys.readouterr().out

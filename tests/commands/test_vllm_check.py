@@ -23,11 +23,11 @@ import pytest
 import torch
 from tests.contract.test_strategies import reaches
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.contract import vllm_glue
 from simacc.harness.processes import forkserver
 from simacc.harness.call import impl
-from simacc.harness.config import contracts
 from simacc.harness.model import repro_files as reprofile
 from simacc.strategies import dspark as sd
 from simacc.strategies import vllm as sv
@@ -53,8 +53,8 @@ def workdir(monkeypatch, tmp_path):
 def test_each_layout_is_inferred_from_its_keyword_names(contract, monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))
     reference, glue = LAYOUTS[contract]
-    assert impl.load(f"simacc:{reference}").contract == contract
-    assert impl.load(f"{GLUE}:{glue}").contract == contract  # vLLM is imported on the first call only
+    assert impl.load(f"simacc:{reference}", sx.CONTRACTS).contract == contract
+    assert impl.load(f"{GLUE}:{glue}", sx.CONTRACTS).contract == contract  # vLLM is imported on the first call only
 
 
 @pytest.mark.parametrize("strategy", [sv.synthetic_settings(), sv.bad_settings("knobs"), sv.bad_settings("range"),
@@ -67,9 +67,9 @@ def test_each_case_type_round_trips_through_a_repro_file(strategy):
     DSpark's cases too (a vocabulary of thousands: small batches)."""
 
     def round_trip(case):
-        contract = next(c.name for c in contracts.CONTRACTS.values() if c.case_name == type(case).__name__)
+        contract = next(c.name for c in sx.CONTRACTS if c.case is type(case))
         record = reprofile.Repro("p", "m", contract, "x:y", "cpu", "", case)
-        again = reprofile.parse(reprofile.dumps(record)).case
+        again = reprofile.parse(reprofile.dumps(record), sx.CONTRACTS).case
         assert reprofile.encode_case(again) == reprofile.encode_case(case) and again.problem() is None
         assert all(torch.equal(a.values, b.values) for a, b in zip(again.tensors().values(), case.tensors().values())
                    if not a.values.is_floating_point() or not a.values.isnan().any())

@@ -46,7 +46,7 @@ def padded(case, name):
     real_differs,
     parts_tie,
     lambda case: case.target_predict is None,
-    lambda case: case.simulated is None and case.mode == "bonus_in",
+    lambda case: case.simulated is None and case.bonus_source == "bonus_in",
     lambda case: case.gated_commit_lens_out is not None and int(case.gate.values[0]) == 0,
     lambda case: case.out_tokens_out.values.shape[0] > case.bs,
     parts_tie_in_bfloat16_only,
@@ -60,7 +60,7 @@ def test_accept_cases_reach(wanted):
 
 @pytest.mark.parametrize("wanted", [
     lambda case: case.vocab > 4096,
-    lambda case: case.mode == "mixed",
+    lambda case: case.requests == "mixed",
     lambda case: len(set(case.correct_len.values.tolist())) > 1,
     lambda case: bool((case.temperatures.values < 0).any()),
     lambda case: bool(((case.temperatures.values > 0) & (case.temperatures.values < 1e-5)).any()),
@@ -88,7 +88,7 @@ def test_a_split_vocabulary_is_common():
 
 def test_the_server_batches_are_past_every_block():
     bonus = minimal(dspark_bonus_server_batches())
-    assert (bonus.bs, bonus.vocab, bonus.mode, bonus.problem()) == (1025, 4097, "mixed", None)
+    assert (bonus.bs, bonus.vocab, bonus.requests, bonus.problem()) == (1025, 4097, "mixed", None)
     for case in (minimal(dspark_accept_server_batches(), lambda case: case.simulated == simulated)
                  for simulated in (4, None)):
         assert (case.bs, case.max_len, case.seq_lens.values.shape[0], case.problem()) == (1025, 9, 1032, None)

@@ -21,14 +21,14 @@ def functional_signature(*, accept_index, predict, candidates, target_predict, v
 
 
 def test_a_functional_signature_is_called_in_the_jax_style():
-    assert impl.infer_style(functional_signature) == ("functional", "jax")
+    assert impl.infer_style(functional_signature, sx.CONTRACTS) == (sx.FUNCTIONAL, "jax")
 
 
 def test_a_keyword_wrapper_forced_to_functional_is_called_in_the_jax_style():
     def wrapper(**kwargs):
         pass
 
-    assert impl.infer_style(wrapper, "functional") == ("functional", "jax")
+    assert impl.infer_style(wrapper, sx.CONTRACTS, sx.FUNCTIONAL) == (sx.FUNCTIONAL, "jax")
 
 
 def test_a_lazy_module_is_imported_at_its_first_attribute_not_before():
@@ -96,10 +96,10 @@ def test_a_result_that_is_not_three_arrays_is_a_one_line_type_error():
 
 def test_the_fixed_token_id_is_the_option_then_the_variable_then_100():
     assert opts.resolve({}, environ={}).fixed_token_id is None
-    assert impl.reference("functional").fixed_token_id == 100
+    assert impl.reference(sx.FUNCTIONAL).fixed_token_id == 100
     assert opts.resolve({}, environ={"SIMACC_FIXED_TOKEN_ID": "7"}).fixed_token_id == 7
     assert opts.resolve({"fixed_token_id": 32}, environ={"SIMACC_FIXED_TOKEN_ID": "7"}).fixed_token_id == 32
-    assert impl.reference("functional", fixed_token_id=32).fixed_token_id == 32
+    assert impl.reference(sx.FUNCTIONAL, fixed_token_id=32).fixed_token_id == 32
 
 
 @pytest.mark.parametrize("text, fragment", [("abc", "must be a whole number, got 'abc'"),

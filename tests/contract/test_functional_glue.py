@@ -13,6 +13,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.contract import jaxbridge
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
@@ -54,7 +55,7 @@ def glued(tmp_path, monkeypatch):
         for name in ("my_port", "my_port.simulate"):
             monkeypatch.delitem(sys.modules, name, raising=False)
         monkeypatch.setattr(port, "SIMULATED_ACCEPTANCE_CONFIG", port.SIMULATED_ACCEPTANCE_CONFIG)  # restored after
-        return impl.load(f"{path}:generate", fixed_token_id=fixed_token_id)
+        return impl.load(f"{path}:generate", sx.CONTRACTS, fixed_token_id=fixed_token_id)
 
     yield load
     for name in ("my_port", "my_port.simulate"):

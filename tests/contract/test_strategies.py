@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import simacc as sa
 from simacc import strategies as sx
-from simacc.harness.config import contracts
+from simacc.harness.judging import catalogue
 from simacc.harness.model.cases import LAYOUTS, TensorArg
 from simacc.strategies import scalars
 from simacc.strategies import tensors as tn
@@ -423,12 +423,28 @@ def test_cases_of_every_in_place_contract_draw_a_tail_block_past_512_rows_in_the
         assert sum(b > 256 for b in sizes) <= 200 / 8  # rare enough to keep the suite's time
 
 
-@pytest.mark.parametrize("name", contracts.NAMES)
-def test_each_contract_registers_a_strategy_of_cases_its_record_accepts_and_a_reference_can_run(name):
-    record, (strategy, takes) = contracts.get(name), sx.BY_CONTRACT[name]
-    chosen = {"modes": record.modes, "fixed_token_id": 100}
-    for case in samples(strategy(**{key: chosen[key] for key in takes}), 20):
+@pytest.mark.parametrize("record", sx.CONTRACTS, ids=lambda c: c.name)
+def test_each_contract_holds_a_strategy_of_cases_its_record_accepts_and_a_reference_can_run(record):
+    chosen = {"modes": record.variants, "fixed_token_id": 100}
+    for case in samples(record.strategy(**{key: chosen[key] for key in record.takes}), 20):
         assert record.accepts(case) and case.problem() is None, case
+
+
+@pytest.mark.parametrize("case_type", dict.fromkeys(c.case for c in sx.CONTRACTS), ids=lambda t: t.__name__)
+def test_a_case_type_may_leave_out_what_some_call_style_of_its_contracts_can(case_type):
+    """What a repro file's case may omit (``omittable``) is what its contracts' records omit, no more
+    (a functional case's ``rng`` is passed as None, not left out: no call style of it omits one)."""
+    omissions = {pattern for c in sx.CONTRACTS if c.case is case_type for patterns in c.omissions.values()
+                 for pattern in patterns}
+    assert case_type.omittable == ({("rng",)} if case_type is sx.FUNCTIONAL.case else omissions)
+
+
+def test_a_claim_names_contract_records_and_a_name_is_refused():
+    """No contract is named by a string inside the code: a typo is an AttributeError of ``sx``, and a
+    name where a record belongs is refused when the property module is imported."""
+    with pytest.raises(ValueError, match="needs contract records"):
+        catalogue.claim("eagle")
+    assert catalogue.claim(sx.EAGLE)(lambda simacc: None).simacc_property.contracts == (sx.EAGLE,)
 
 
 def test_acc_lens_shrink_to_one_and_to_the_plainest_fraction():

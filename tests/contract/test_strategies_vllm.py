@@ -12,8 +12,9 @@ from tests.contract.test_strategies import minimal, reaches
 
 from simacc.contract import vllm as ref
 from simacc.contract import vllm_v2 as ref2
-from simacc.harness.model.cases import TensorArg, V1Case, V2Case, seeded
+from simacc.harness.model.cases import TensorArg, seeded
 from simacc.properties import vllm
+from simacc.strategies import V1Case, V2Case
 from simacc.strategies import vllm as sv
 
 
@@ -115,7 +116,7 @@ def test_v1_cases_draw_float32_logits_only_as_v1s_sampler_casts_them():
 @pytest.mark.parametrize("strategy", [sv.decision_cases, sv.v1_cases, sv.v2_cases])
 def test_batches_shrink_to_one_greedy_request_with_k_1_and_rates_of_0(strategy):
     batch = minimal(strategy(max_bs=16, max_k=4))
-    assert len(batch.counts) == 1 and rates(batch) == [0.0] and batch.mode == "greedy"
+    assert len(batch.counts) == 1 and rates(batch) == [0.0] and batch.requests == "greedy"
 
 
 def test_settings_shrink_to_k_1_and_a_rate_of_0():

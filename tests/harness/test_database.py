@@ -28,6 +28,7 @@ from tests import offered
 from tests.harness.rare_mutant import KILLER, SPEC
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.harness.call import impl as impls
 from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts
@@ -170,7 +171,7 @@ def test_the_header_names_the_database(tmp_path):
 
 
 def _digest(prop, spec, device, **params):
-    test = prop.hypothesis_test(impls.load(spec), device, params, profiles.for_session("default"))
+    test = prop.hypothesis_test(impls.load(spec, sx.CONTRACTS), device, params, profiles.for_session("default"))
     return function_digest(test.hypothesis.inner_test)
 
 
@@ -311,7 +312,7 @@ def test_two_fuzzing_processes_share_their_finds_and_a_read_only_check_replays_t
                    "--repro-dir", "check", "--json", "check.json", cwd=tmp_path)
     assert check.returncode == 1, check.stdout + check.stderr
     (row,) = [r for r in json.loads((tmp_path / "check.json").read_text())["results"] if r["status"] == "FAIL"]
-    recorded = reprofile.load(repro)
+    recorded = reprofile.load(repro, sx.CONTRACTS)
     assert row["id"] == KILLER and row["case"] == recorded.case.summary()
     assert _first_line(row["message"]) == _first_line(recorded.message)
     assert _contents(client) == before  # (one example of its own does not find it: the GitHub test shows it)

@@ -5,6 +5,7 @@ initialises it) and the multi-GPU case with a stand-in for torch's device count.
 import pytest
 import torch
 
+from simacc import strategies as sx
 from simacc.harness.config import devices
 
 SPELLINGS = ["cpu", "cpu:0", "cuda", "cuda:0", "cuda:1", "meta"]
@@ -107,8 +108,8 @@ def test_a_call_on_cuda_has_that_devices_generator_seeded_from_the_case(monkeypa
     monkeypatch.setattr(torch.cuda, "default_generators", (cuda,))
     monkeypatch.setattr(torch.cuda, "init", lambda: None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    runner = Runner(impl.reference("vllm_v1"), "cuda")
+    runner = Runner(impl.reference(sx.VLLM_V1), "cuda")
     runner._seed(7, runner._generators("cuda"))
     assert torch.equal(cuda.get_state(), seeded(torch.Generator(), 7).get_state())
     assert runner._generators("cpu") == (torch.default_generator,)
-    assert Runner(impl.reference("vllm_v2", "semantic"), "cuda")._generators("cuda") == (torch.default_generator,)
+    assert Runner(impl.reference(sx.VLLM_V2, "semantic"), "cuda")._generators("cuda") == (torch.default_generator,)

@@ -22,13 +22,15 @@ from tests.commands.test_check import (
 )
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.commands.checking import conformance, verdict
 from simacc.harness.call import impl
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
 from simacc.harness.model import recording
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.sessions import inprocess
+from simacc.strategies import EagleCase
 
 WRITES_64 = f"return simacc.generate_simulated_accept_index({EAGLE}, fixed_token_id=64)\n"
 BYTE_IDENTICAL = "fixed_mode_is_byte_identical_to_legacy"
@@ -75,7 +77,7 @@ def test_the_replay_line_of_a_pytest_failure_carries_the_fixed_id_an_option_set(
                      target_predict=None, bs=1, spec_steps=0, simulate_acc_len=1.0,
                      simulate_acc_method="match-expected", simulate_acc_token_mode="fixed", seed=0)
     report = types.SimpleNamespace(longrepr=None, sections=[], user_properties=[])
-    runner = types.SimpleNamespace(last=(case,), impl=impl.reference("eagle", fixed_token_id=65), device="cpu",
+    runner = types.SimpleNamespace(last=(case,), impl=impl.reference(sx.EAGLE, fixed_token_id=65), device="cpu",
                                    context="inference")
     recording.record(report, None, runner, FIXED, "simacc.properties.test_fixed", tmp_path, tmp_path)
     ((title, text),) = report.sections
@@ -123,7 +125,7 @@ def test_every_in_place_contract_holds_its_fixed_mode_to_the_configured_id(contr
     monkeypatch.setitem(sys.modules, "writes_64", module)
     prop = properties.find(FIXED_PROPERTIES[contract])
     for fixed, status in ((64, Status.PASS), (None, Status.FAIL)):
-        loaded = impl.load("writes_64:generate", contract, fixed_token_id=fixed)
+        loaded = impl.load("writes_64:generate", sx.CONTRACTS, contract, fixed_token_id=fixed)
         assert loaded.contract == contract
         (result,) = inprocess.run(loaded, "cpu", [prop], seed=0)
         assert result.status == status, (fixed, result.message)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from tests.commands.test_check import rows
 
 from simacc import properties
+from simacc import strategies as sx
 from simacc.commands import cli, supervised
 from simacc.commands.checking import conformance, verdict
 from simacc.harness.call import impl, tamper
@@ -38,9 +39,10 @@ from simacc.harness.config import profiles
 from simacc.harness.config import settings as opts
 from simacc.harness.config.status import Status
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import watch
 from simacc.harness.sessions import inprocess, session
+from simacc.strategies import EagleCase
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 INDEX = "index_rows_are_root_plus_range_then_minus_one"
@@ -63,7 +65,7 @@ def workdir(monkeypatch, tmp_path):
 
 def checked(name, *ids, device="cpu"):
     """``{property: (status, message)}`` of the hostile ``name`` run in this process."""
-    loaded = impl.load(spec(name))
+    loaded = impl.load(spec(name), sx.CONTRACTS)
     results = inprocess.run(loaded, device, [p for p in properties.every_property() if p.id in ids], settings=QUICK)
     return {r.id.split("[")[0]: (r.status, r.message) for r in results}
 
@@ -111,7 +113,7 @@ def test_an_implementation_is_never_the_first_to_import_what_the_catalogue_judge
     catalogue named them (``judges.judged_with``), so the harness imported and recorded them first."""
     code = ("import sys; from simacc import properties; from simacc.harness.call import impl; "
             "assert 'simacc.properties.support' not in sys.modules; "
-            f"print(impl.load({spec('silences_the_distribution_check')!r}).modified_at_import)")
+            f"print(impl.load({spec('silences_the_distribution_check')!r}, properties.CONTRACTS).modified_at_import)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "simacc.properties.support.check_distribution" in done.stdout, done.stdout + done.stderr
 
@@ -129,7 +131,8 @@ def test_patching_torch_equal_during_a_call_fails_that_property_and_is_put_back(
     """)
     (workdir / "later.py").write_text(code)
     equal = torch.equal
-    with Runner(impl.load("later.py:generate")) as runner, pytest.raises(HarnessModified, match="torch.equal"):
+    with Runner(impl.load("later.py:generate", sx.CONTRACTS)) as runner, \
+            pytest.raises(HarnessModified, match="torch.equal"):
         properties.find(INDEX).run(runner)
     assert torch.equal is equal
 
@@ -187,7 +190,7 @@ def _later_thread():
 
 
 def test_a_thread_that_changes_the_process_between_two_calls_fails_the_next_call_and_is_put_back(workdir):
-    with Runner(impl.load(spec("sets_precision_on_a_thread_later")), "cpu") as runner:
+    with Runner(impl.load(spec("sets_precision_on_a_thread_later"), sx.CONTRACTS), "cpu") as runner:
         runner.run(small_case())
         _later_thread().join()
         changed = runner.run(small_case()).changed
@@ -205,9 +208,9 @@ def test_a_sessions_end_waits_for_the_threads_started_during_it_and_fails_on_wha
     thread = threading.Thread(target=lambda: (time.sleep(0.3), torch.set_float32_matmul_precision("high")))
     thread.start()
     with pytest.raises(ProcessChanged, match="found at the session's end .*: float32 matmul precision highest -> high"):
-        check_the_end(impl.reference("eagle"), start)
+        check_the_end(impl.reference(sx.EAGLE), start)
     assert not thread.is_alive() and torch.get_float32_matmul_precision() == "highest"
-    check_the_end(impl.reference("eagle"), start)  # nothing changed since: nothing raised
+    check_the_end(impl.reference(sx.EAGLE), start)  # nothing changed since: nothing raised
 
 
 @pytest.mark.parametrize("workers", ["0", "1"])
@@ -234,15 +237,15 @@ def test_a_stretch_of_seeded_calls_gives_what_as_many_calls_give_and_is_protecte
 
     case = support.small_case(2.5, "multinomial", 0)
     read = lambda index: int((index != -1).sum())  # noqa: E731
-    with Runner(impl.reference("eagle", "semantic"), "cpu") as runner:
+    with Runner(impl.reference(sx.EAGLE, "semantic"), "cpu") as runner:
         one_by_one = [read(runner.run(dataclasses.replace(case, seed=seed)).returned) for seed in range(40)]
         assert runner.sample(case, range(40), read) == one_by_one and not runner.changes
-    with Runner(impl.load(spec("changes_directory")), "cpu") as runner:
+    with Runner(impl.load(spec("changes_directory"), sx.CONTRACTS), "cpu") as runner:
         runner.sample(small_case(), range(3), read)
         assert Path.cwd() == workdir and len(runner.changes) == 1  # put back after the stretch, and recorded
         with pytest.raises(AssertionError, match="changed the process"):
             runner.check_process()
-    with Runner(impl.load(spec("raises_keyboard_interrupt")), "cpu") as runner:
+    with Runner(impl.load(spec("raises_keyboard_interrupt"), sx.CONTRACTS), "cpu") as runner:
         with pytest.raises(AssertionError, match="raised KeyboardInterrupt on cpu"):
             runner.sample(small_case(), range(3), read)
 
@@ -261,7 +264,7 @@ def test_a_real_ctrl_c_during_a_call_still_interrupts(workdir, ctrl_c):
             os.kill(os.getpid(), signal.SIGINT)
     """)
     (workdir / "pressed.py").write_text(code)
-    with Runner(impl.load("pressed.py:generate")) as runner, pytest.raises(KeyboardInterrupt):
+    with Runner(impl.load("pressed.py:generate", sx.CONTRACTS)) as runner, pytest.raises(KeyboardInterrupt):
         properties.find(INDEX).run(runner)
 
 
@@ -269,7 +272,7 @@ def test_a_real_ctrl_c_during_a_call_still_interrupts(workdir, ctrl_c):
 
 
 def test_a_flood_of_output_is_kept_up_to_a_bound_and_counted(workdir, capfd):
-    with Runner(impl.load(spec("floods_its_output"))) as runner:
+    with Runner(impl.load(spec("floods_its_output"), sx.CONTRACTS)) as runner:
         for _ in range(5):
             runner.run(small_case())
         output = runner.output
@@ -391,7 +394,7 @@ def test_only_regular_files_are_read_and_a_prune_goes_on(tmp_path, capsys, kind)
     else:
         hostile.mkdir()
     with pytest.raises(reprofile.ReproError, match="not a regular file"):
-        reprofile.load(hostile)
+        reprofile.load(hostile, sx.CONTRACTS)
     reference = "simacc:generate_simulated_accept_index"
     assert cli.main(["repro", "--prune", "--repro-dir", str(tmp_path), "--impl", reference]) == 2
     assert f"unreadable {hostile}: not a regular file" in capsys.readouterr().out
@@ -399,7 +402,7 @@ def test_only_regular_files_are_read_and_a_prune_goes_on(tmp_path, capsys, kind)
 
 def test_an_integer_of_thousands_of_digits_is_refused_in_one_line():
     with pytest.raises(reprofile.ReproError, match="an integer of 5000 digits"):
-        reprofile.parse('{"schema": "simacc-repro/1", "seed": ' + "9" * 5000 + "}")
+        reprofile.parse('{"schema": "simacc-repro/1", "seed": ' + "9" * 5000 + "}", sx.CONTRACTS)
 
 
 @pytest.mark.parametrize("fields, problem", [
@@ -413,10 +416,10 @@ def test_an_integer_of_thousands_of_digits_is_refused_in_one_line():
     ({"simulate_acc_token_mode": "real-draft-token"}, "candidates is missing"),
 ])
 def test_a_case_no_reference_could_run_is_unusable(fields, problem):
-    assert reprofile.parse(json.dumps(_document("simacc:generate_simulated_accept_index"))).case.bs == 1
+    assert reprofile.parse(json.dumps(_document("simacc:generate_simulated_accept_index")), sx.CONTRACTS).case.bs == 1
     doc = _document("simacc:generate_simulated_accept_index", fields)
     with pytest.raises(reprofile.ReproError, match=f"unusable case: {problem}"):
-        reprofile.parse(json.dumps(doc))
+        reprofile.parse(json.dumps(doc), sx.CONTRACTS)
 
 
 @functools.cache
@@ -427,7 +430,7 @@ def _replayable_strategies():
     found = []
     for prop in properties.every_property():
         for contract in prop.contracts:
-            if not prop.replayable or prop.machine or (contract == "functional" and jaxbridge.missing()):
+            if not prop.replayable or prop.machine or (contract == sx.FUNCTIONAL and jaxbridge.missing()):
                 continue
             found.append((prop.id, contract, prop.strategies(impl.reference(contract))["case"]))
     return found
@@ -439,7 +442,8 @@ def test_every_case_a_property_draws_is_usable(data):
     # the checks of what a reference can run must never refuse a case the suite itself writes
     pid, contract, cases = data.draw(st.sampled_from(_replayable_strategies()), label="property")
     case = data.draw(cases, label="case")
-    assert reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case)))).summary() == case.summary()
+    again = reprofile.decode_case(json.loads(json.dumps(reprofile.encode_case(case))), sx.CONTRACTS)
+    assert again.summary() == case.summary()
 
 
 # -- the verdict of a session that did not finish ------------------------------------------

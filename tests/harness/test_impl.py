@@ -10,11 +10,12 @@ from importlib import metadata
 
 import pytest
 
+from simacc import strategies as sx
 from simacc.harness.call import impl
 from simacc.harness.config import contracts
 
-EAGLE = ", ".join(contracts.EAGLE_PARAMS)
-REFERENCES = {name: c.reference for name, c in contracts.CONTRACTS.items()}
+EAGLE = ", ".join(sx.EAGLE.params)
+REFERENCES = {c.name: c.spec for c in sx.CONTRACTS}
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def write(folder, name, source):
 
 def assert_one_line_error(spec, *fragments, contract=None):
     with pytest.raises(impl.ImplError) as info:
-        impl.load(spec, contract)
+        impl.load(spec, sx.CONTRACTS, contract)
     message = str(info.value)
     assert "\n" not in message
     for fragment in fragments:
@@ -41,21 +42,21 @@ def assert_one_line_error(spec, *fragments, contract=None):
     return message
 
 
-@pytest.mark.parametrize("contract", contracts.NAMES)
+@pytest.mark.parametrize("contract", [c.name for c in sx.CONTRACTS])
 def test_each_reference_is_inferred_as_its_own_contract(contract):
-    loaded = impl.load(REFERENCES[contract])
+    loaded = impl.load(REFERENCES[contract], sx.CONTRACTS)
     assert loaded.contract == contract and loaded.is_reference
     assert loaded.version and loaded.source.endswith(".py")
 
 
-@pytest.mark.parametrize("third", contracts.LEGACY_THIRD)
+@pytest.mark.parametrize("third", sx.eagle.LEGACY_THIRD)
 def test_each_legacy_name_of_the_third_parameter_is_inferred_as_legacy(third):
     def fn(*args):
         pass
 
     names = ("accept_index", "predict", third, "bs", "spec_steps", "simulate_acc_len", "simulate_acc_method")
     fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
-    assert impl.infer_style(fn) == ("legacy", "legacy")
+    assert impl.infer_style(fn, sx.CONTRACTS) == (sx.LEGACY, "legacy")
 
 
 def test_the_oldest_order_with_the_length_before_bs_is_called_in_that_order():
@@ -64,7 +65,7 @@ def test_the_oldest_order_with_the_length_before_bs_is_called_in_that_order():
     def oldest(accept_index, predict, accept_length, simulate_acc_len, bs, spec_steps):
         seen.append((accept_index, predict, accept_length, simulate_acc_len, bs, spec_steps))
 
-    loaded = impl.Implementation("x:oldest", oldest, *impl.infer_style(oldest))
+    loaded = impl.Implementation("x:oldest", oldest, *impl.infer_style(oldest, sx.CONTRACTS))
     assert loaded.style == "oldest"
     loaded.call({"accept_index": "a", "predict": "p", "num_correct_drafts": "n", "bs": 2, "spec_steps": 3,
                  "simulate_acc_len": 1.5, "simulate_acc_method": "multinomial"})
@@ -78,11 +79,11 @@ def test_an_eagle_signature_under_other_names_is_called_positionally_when_the_co
         seen.append((a, b, c, d, e, f, g, h, i, j))
 
     with pytest.raises(impl.ImplError, match="fits no contract"):
-        impl.infer_style(positional)
-    contract, style = impl.infer_style(positional, "eagle")
-    assert (contract, style) == ("eagle", "positional")
-    impl.Implementation("x:positional", positional, contract, style).call({name: name for name in contracts.EAGLE_PARAMS})
-    assert seen == [contracts.EAGLE_PARAMS]
+        impl.infer_style(positional, sx.CONTRACTS)
+    contract, style = impl.infer_style(positional, sx.CONTRACTS, sx.EAGLE)
+    assert (contract, style) == (sx.EAGLE, "positional")
+    impl.Implementation("x:positional", positional, contract, style).call({name: name for name in sx.EAGLE.params})
+    assert seen == [sx.EAGLE.params]
 
 
 def test_a_keyword_call_passes_every_eagle_argument_by_name():
@@ -90,14 +91,14 @@ def test_a_keyword_call_passes_every_eagle_argument_by_name():
                  target_predict, candidates, num_correct_drafts, predict, accept_index):
         return simulate_acc_token_mode, accept_index
 
-    loaded = impl.Implementation("x:keywords", keywords, *impl.infer_style(keywords))
+    loaded = impl.Implementation("x:keywords", keywords, *impl.infer_style(keywords, sx.CONTRACTS))
     assert loaded.style == "keywords"
-    assert loaded.call({name: name for name in contracts.EAGLE_PARAMS}) == ("simulate_acc_token_mode", "accept_index")
+    assert loaded.call({name: name for name in sx.EAGLE.params}) == ("simulate_acc_token_mode", "accept_index")
 
 
 def test_a_forced_contract_that_the_signature_does_not_fit_is_an_error():
     with pytest.raises(impl.ImplError, match="does not fit contract 'dflash'"):
-        impl.load(REFERENCES["eagle"], "dflash")
+        impl.load(REFERENCES["eagle"], sx.CONTRACTS, "dflash")
 
 
 def test_an_unknown_contract_is_an_error():
@@ -159,14 +160,14 @@ def test_a_file_outside_any_package_loads_and_can_import_the_modules_beside_it(i
         def generate({EAGLE}):
             return simacc_selftest_helper.forward({EAGLE})
     """)
-    loaded = impl.load("kernels/wrapper.py:generate")
+    loaded = impl.load("kernels/wrapper.py:generate", sx.CONTRACTS)
     assert (loaded.contract, loaded.style, loaded.version) == ("eagle", "keywords", "9.9")
     assert loaded.source == str((folder / "wrapper.py").resolve())
 
 
 def test_a_module_in_the_current_folder_loads_by_module_name(isolated):
     write(isolated, "simacc_selftest_local.py", f"class Kernels:\n    @staticmethod\n    def run({EAGLE}):\n        pass\n")
-    loaded = impl.load("simacc_selftest_local:Kernels.run")
+    loaded = impl.load("simacc_selftest_local:Kernels.run", sx.CONTRACTS)
     assert loaded.contract == "eagle"
 
 
@@ -206,7 +207,7 @@ def test_the_import_runs_in_the_environment_of_the_server_that_imports_it(isolat
             pass
     """)
     target = "synthetic_rejection_sample" if contract == "vllm_v1" else "generate"
-    loaded = impl.load(f"reads_env.py:{target}", contract)
+    loaded = impl.load(f"reads_env.py:{target}", sx.CONTRACTS, contract)
     assert sys.modules[loaded.fn.__module__].SEEN == seen
     assert not {name for name in contracts.SGLANG_SIMULATION if name in os.environ}
 
@@ -227,7 +228,7 @@ def test_each_call_runs_in_the_environment_its_server_gives_it(isolated, monkeyp
                      simulate_acc_len, simulate_acc_method="match-expected", simulate_acc_token_mode="fixed"):
             SEEN.append(" ".join(os.environ.get(name, "-") for name in {contracts.SGLANG_SIMULATION!r}))
     """)
-    loaded = impl.load("reads_env_at_calls.py:generate", "eagle")
+    loaded = impl.load("reads_env_at_calls.py:generate", sx.CONTRACTS, "eagle")
     case = support.small_case(2.5, "multinomial", 0)
     with Runner(loaded, "cpu") as runner:
         runner.attempt(case)

@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
 from simacc.harness.judging.assertions import check_equal
 from simacc.harness.model import explain
-from simacc.harness.model.cases import EagleCase, KernelCase, TensorArg
+from simacc.harness.model.cases import TensorArg
+from simacc.strategies import EagleCase, KernelCase
 
 
 def chain(candidates, target, x, mode="real-draft-token", predict=(7, 8)):
@@ -29,7 +31,7 @@ def chain(candidates, target, x, mode="real-draft-token", predict=(7, 8)):
 
 def failure(mutant, property_id, case):
     """The message with which ``property_id`` rejects zoo entry ``mutant`` on ``case``."""
-    with Runner(impl.load(zoo.ENTRIES[mutant].spec)) as runner:
+    with Runner(impl.load(zoo.ENTRIES[mutant].spec, sx.CONTRACTS)) as runner:
         error = properties.find(property_id).replay(runner, case)
     assert error is not None
     return str(error)
@@ -99,7 +101,7 @@ def test_the_values_of_both_tensors_follow_only_when_they_are_small():
 
 
 def test_an_implementation_that_raises_gets_the_same_context_and_case():
-    with Runner(impl.load(zoo.ENTRIES["tokens_written_as_int64"].spec)) as runner:
+    with Runner(impl.load(zoo.ENTRIES["tokens_written_as_int64"].spec, sx.CONTRACTS)) as runner:
         error = properties.find("real_mode_writes_drafts_then_bonus_at_accepted_slots").replay(
             runner, chain([5, 3], [3, 14], 2.0))
     first = str(error).splitlines()[0]

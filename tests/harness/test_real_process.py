@@ -17,6 +17,7 @@ import torch
 from hypothesis import Phase, settings
 
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl, tamper
 from simacc.harness.call.runner import ImplementationHung
@@ -24,9 +25,10 @@ from simacc.harness.config import profiles
 from simacc.harness.config.status import Status
 from simacc.harness.judging import catalogue
 from simacc.harness.model import repro_files as reprofile
-from simacc.harness.model.cases import EagleCase, TensorArg
+from simacc.harness.model.cases import TensorArg
 from simacc.harness.processes import fresh
 from simacc.harness.sessions import inprocess, ranks
+from simacc.strategies import EagleCase
 
 COUNT = "num_correct_drafts_is_length_minus_one"
 RANKS = "ranks_agree_given_the_same_inputs_and_seed"
@@ -107,7 +109,7 @@ def _case():
 @pytest.mark.parametrize("entry", ["draws_from_os_entropy", "draws_from_an_unseeded_numpy_generator"])
 def test_ranks_that_draw_different_lengths_say_so(entry):
     mutant = zoo.MUTANTS[entry]
-    (result,) = inprocess.run(impl.load(mutant.spec, level="semantic"), "cpu", [properties.find(RANKS)],
+    (result,) = inprocess.run(impl.load(mutant.spec, sx.CONTRACTS, level="semantic"), "cpu", [properties.find(RANKS)],
                               settings=KILLING)
     assert result.status == Status.FAIL
     assert result.message.startswith("AssertionError: rank 0 drew L=") and ", rank 1 drew L=" in result.message
@@ -118,7 +120,7 @@ def test_each_rank_is_launched_with_its_identity_and_a_clock_of_its_own():
     """As torchrun launches its workers: ``RANK`` and the rest in each rank's environment, and a
     process group in which ``get_rank()`` is the rank's; rank 1's clocks (wall, monotonic, the
     calendar's) :data:`ranks.CLOCK_SHIFT` ahead of rank 0's, the heartbeat's the real one; none of it in this process."""
-    both = ranks.Ranks(impl.reference("eagle"), "cpu", None, 30)
+    both = ranks.Ranks(impl.reference(sx.EAGLE), "cpu", None, 30)
     try:
         assert both._all("os:getenv", "RANK", limit=60) == ["0", "1"]
         assert both._all("os:getenv", "WORLD_SIZE", limit=60) == ["2", "2"]

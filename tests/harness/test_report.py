@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from simacc import strategies as sx
 from simacc.commands import cli, html_pages
 from simacc.commands.checking import report_html, verdict
 from simacc.harness.call import impl
@@ -60,7 +61,8 @@ def test_lengths_outside_one_to_w_are_two_buckets_and_survive_json():
 
 def test_a_failing_distribution_property_carries_what_it_observed():
     prop = sampling.test_multinomial_matches_the_rounded_clamped_gaussian.simacc_property
-    with Runner(impl.load(CLAMPED, level="semantic"), "cpu", 30) as runner, pytest.raises(AssertionError) as failed:
+    with Runner(impl.load(CLAMPED, sx.CONTRACTS, level="semantic"), "cpu", 30) as runner, \
+            pytest.raises(AssertionError) as failed:
         prop.run(runner, x=0.4)
     shown = distributions.carried(failed.value)
     runs = sampling.MULTINOMIAL_DRAWS[0.4]

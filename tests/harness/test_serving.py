@@ -16,6 +16,7 @@ from hypothesis import Phase, given, settings
 
 import simacc
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl
 from simacc.harness.call.runner import Runner
@@ -35,7 +36,7 @@ FEW = settings(profiles.for_session("ci"), database=None, phases=[Phase.explicit
 def failing_program(spec, prop_id=LOOP, context="inference"):
     """Run the serving property ``prop_id`` on ``spec`` until it fails; ``(runner, error)``."""
     prop = properties.find(prop_id)
-    with Runner(impl.load(spec), "cpu", 30, FEW, None, context) as runner:
+    with Runner(impl.load(spec, sx.CONTRACTS), "cpu", 30, FEW, None, context) as runner:
         try:
             prop.run(runner)
         except AssertionError as e:
@@ -65,12 +66,12 @@ def test_a_program_round_trips_through_its_file_and_a_case_file_keeps_schema_1(t
     program = Program("EagleLoop", {"mode": "fixed", "x": float("inf"), "graphs": True, "seed": 2**32 - 1},
                       (("join", {"count": 3}), ("step", {}), ("leave", {"first": 0, "count": 1})))
     record = reprofile.Repro(LOOP, "m", "eagle", "a:b", "cpu", "msg", program, "exact", "no_grad")
-    again = reprofile.parse(reprofile.dumps(record))
+    again = reprofile.parse(reprofile.dumps(record), sx.CONTRACTS)
     assert (again.case.machine, again.case.knobs, again.case.steps) == (program.machine, program.knobs, program.steps)
     assert again.context == "no_grad" and again.digest() == record.digest()
     old = json.loads((REPO / "properties/regressions").glob("*.json").__next__().read_text())
     assert old["schema"] == reprofile.SCHEMA and "context" not in old
-    assert reprofile.parse(json.dumps(old)).context is None
+    assert reprofile.parse(json.dumps(old), sx.CONTRACTS).context is None
 
 
 def _program_file(**changes):
@@ -89,7 +90,7 @@ def _program_file(**changes):
 ])
 def test_a_hostile_program_file_is_refused_with_one_line(changes, problem):
     with pytest.raises(reprofile.ReproError) as caught:
-        reprofile.parse(_program_file(**changes))
+        reprofile.parse(_program_file(**changes), sx.CONTRACTS)
     assert problem in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -108,7 +109,7 @@ GOOD = {"mode": "fixed", "method": "match-expected", "width": 3, "x": 1.5, "capa
 ])
 def test_a_program_its_machine_cannot_run_is_refused_before_any_call(knobs, steps, problem):
     program = Program("EagleLoop", knobs, steps)
-    with Runner(impl.reference("eagle"), "cpu") as runner:
+    with Runner(impl.reference(sx.EAGLE), "cpu") as runner:
         with pytest.raises(reprofile.ReproError, match=problem):
             serving.EagleLoop.of(runner).replay(program)
         assert runner.last is None  # nothing was called
@@ -223,10 +224,10 @@ def test_a_burst_rejects_a_semantic_port_whose_generator_never_advances(tmp_path
     (tmp_path / "stuck.py").write_text(STUCK)
     quiet = Program("EagleLoop", {**GOOD, "x": 2.5, "quiet": True}, (("join", {"count": 2}), ("burst", {})))
     prop = properties.find(LOOP)
-    with Runner(impl.load(f"{tmp_path / 'stuck.py'}:never_advances", level="semantic"), "cpu") as runner:
+    with Runner(impl.load(f"{tmp_path / 'stuck.py'}:never_advances", sx.CONTRACTS, level="semantic"), "cpu") as runner:
         error = prop.replay(runner, quiet)
     assert isinstance(error, AssertionError) and "L counts over a burst of 128 steps" in str(error)
-    with Runner(impl.reference("eagle", "semantic"), "cpu") as runner:
+    with Runner(impl.reference(sx.EAGLE, "semantic"), "cpu") as runner:
         assert prop.replay(runner, quiet) is None
 
 
@@ -234,16 +235,17 @@ def test_a_burst_rejects_a_semantic_port_whose_lengths_repeat_every_16_calls_and
     # each length with the documented law: only the repeat test sees the burst's copies (§9.1)
     quiet = Program("EagleLoop", {**GOOD, "x": 2.5, "quiet": True}, (("join", {"count": 2}), ("burst", {})))
     prop = properties.find(LOOP)
-    with Runner(impl.load("simacc.zoo.sampling:own_stream_reseeded_every_16_calls", level="semantic"), "cpu") as runner:
+    reseeded = impl.load("simacc.zoo.sampling:own_stream_reseeded_every_16_calls", sx.CONTRACTS, level="semantic")
+    with Runner(reseeded, "cpu") as runner:
         error = prop.replay(runner, quiet)
     assert isinstance(error, AssertionError) and "step i against step i + 16 (§9.1" in str(error), error
-    with Runner(impl.load("simacc.zoo.sampling:own_stream_continued", level="semantic"), "cpu") as runner:
+    with Runner(impl.load("simacc.zoo.sampling:own_stream_continued", sx.CONTRACTS, level="semantic"), "cpu") as runner:
         assert prop.replay(runner, quiet) is None
 
 
 def test_a_v2_program_with_a_length_outside_its_knob_is_refused():
     knobs = {**serving_v2.V2Loop.quiet_knobs, "length": 4.5}  # K = 3: at most 4
-    with Runner(impl.reference("vllm_v2"), "cpu") as runner:
+    with Runner(impl.reference(sx.VLLM_V2), "cpu") as runner:
         with pytest.raises(reprofile.ReproError, match="outside"):
             serving_v2.V2Loop.of(runner).replay(Program("V2Loop", knobs, (("join", {"count": 1}),)))
         assert runner.last is None

@@ -10,6 +10,7 @@ import types
 
 import pytest
 
+from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.harness.call import impl
 from simacc.harness.config import settings as opts
@@ -58,7 +59,7 @@ def files(tmp_path_factory):
 
 def judged(path, fixed_token_id=None):
     """The property's result for the eagle reference writing ``fixed_token_id``."""
-    reference = impl.reference("eagle", fixed_token_id=fixed_token_id)
+    reference = impl.reference(sx.EAGLE, fixed_token_id=fixed_token_id)
     (test,) = PROPERTY.tests(["cpu"], ["inference"], opts.Settings(tokenizer=path))
     return inprocess.run_one(PROPERTY, test, reference, inprocess.Options("cpu", timeout=30))
 
@@ -125,7 +126,7 @@ def test_what_the_id_adds_after_ordinary_text_is_judged_too(rewrites, said):
 
 
 def test_without_a_tokenizer_it_does_not_apply_and_says_how_to_run_it():
-    (result,) = inprocess.run(impl.reference("eagle"), "cpu", [PROPERTY])
+    (result,) = inprocess.run(impl.reference(sx.EAGLE), "cpu", [PROPERTY])
     assert (result.status, result.message) == (Status.NOT_APPLICABLE, tok.NO_TOKENIZER)
     assert "--tokenizer PATH" in result.message
 

@@ -10,7 +10,8 @@ import-linter finds a package's modules in its folder, and a checkout installed 
 inside it, made of links in a temporary folder. An import is any ``import`` statement, at the top
 of a module or inside a function. What import-linter does not see, a ``"module:attribute"``
 string (a fresh process's target, a contract's reference) and an ``importlib.import_module`` of
-a literal name, is checked here: it may name only its own module, or the contract.
+a literal name, is checked here: it may name only its own module (the contracts' references, once
+such strings, are functions their records hold).
 """
 
 import os
@@ -84,10 +85,9 @@ def named(path):
     return {a or b for a, b in NAMED.findall(path.read_text(encoding="utf-8"))}
 
 
-def test_a_module_named_by_a_string_is_its_own_or_the_contract():
+def test_a_module_named_by_a_string_is_its_own():
     """(A module's own packages run before it, whoever names them: ``"simacc:..."`` adds nothing.)"""
     known = modules()
     wrong = [f"{name} -> {other}" for name, path in known.items() for other in named(path) & known.keys()
-             if not (name == other or name.startswith(other + ".")
-                     or other.startswith("simacc.contract") and not name.startswith("simacc.contract"))]
+             if not (name == other or name.startswith(other + "."))]
     assert wrong == []

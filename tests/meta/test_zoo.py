@@ -22,6 +22,7 @@ import pytest
 from hypothesis import Phase, settings
 
 from simacc import properties, zoo
+from simacc import strategies as sx
 from simacc.commands.checking import zoo_runs
 from simacc.harness.call import impl
 from simacc.harness.config import profiles
@@ -71,7 +72,7 @@ def _needs(entry):
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.MUTANTS.values()])
 def test_mutant_is_killed_by_each_expected_property(entry):
     device = "cuda" if entry.needs_cuda else "cpu"
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, chosen(entry.killers),
+    results = inprocess.run(impl.load(entry.spec, sx.CONTRACTS, level=entry.level), device, chosen(entry.killers),
                             settings=KILLING, one_failure=True)
     failed = {r.id.split("[")[0] for r in results if r.status in FAILED}
     assert failed >= set(entry.killers), f"{entry.name}: {sorted(set(entry.killers) - failed)} did not fail"
@@ -79,8 +80,8 @@ def test_mutant_is_killed_by_each_expected_property(entry):
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_needs(e)) for e in zoo.CORRECT.values()])
 def test_correct_implementation_is_accepted(entry):
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), "cpu:0", properties.every_property(),
-                            settings=ACCEPTING)
+    loaded = impl.load(entry.spec, sx.CONTRACTS, level=entry.level)
+    results = inprocess.run(loaded, "cpu:0", properties.every_property(), settings=ACCEPTING)
     failed = [f"{r.id}: {r.message} [{r.case}]" for r in results if r.status in FAILED]
     assert not failed, failed
     assert any(r.status == Status.PASS for r in results)
@@ -88,7 +89,7 @@ def test_correct_implementation_is_accepted(entry):
 
 # the level's own L oracle differs by layout: EAGLE (legacy shares it) and DFLASH; the kernel is
 # given L, and the functional contract is always semantic; DSpark's length and bonus have theirs
-@pytest.mark.parametrize("contract", ["eagle", "dflash", "dspark_length", "dspark_bonus"])
+@pytest.mark.parametrize("contract", [sx.EAGLE, sx.DFLASH, sx.DSPARK_LENGTH, sx.DSPARK_BONUS], ids=lambda c: c.name)
 def test_each_reference_is_accepted_at_the_semantic_level(contract):
     results = inprocess.run(impl.reference(contract, "semantic"), "cpu", properties.every_property(),
                             settings=ACCEPTING)
@@ -119,7 +120,7 @@ def test_the_row_gives_the_median_examples_and_the_shrunk_size():
 
 
 def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
-    result = inprocess.run(impl.load(zoo.MUTANTS["dflash_counts_swapped"].spec), "cpu",
+    result = inprocess.run(impl.load(zoo.MUTANTS["dflash_counts_swapped"].spec, sx.CONTRACTS), "cpu",
                            chosen({"dflash_counts_are_length_minus_one_and_length"}), settings=KILLING)
     assert [r.size for r in result] == ["bs=1 B=1"]
 
@@ -127,7 +128,8 @@ def test_a_failing_case_is_sized_by_its_batch_and_width_or_block():
 def test_a_property_a_mutant_fails_in_the_first_grad_mode_is_not_run_in_the_next():
     """one_failure's second half: a kill in the first mode is enough, so no process of the
     next mode is started for it; without one_failure both modes run."""
-    loaded, aliases = impl.load(zoo.MUTANTS["empty_batch_returns_the_input"].spec), chosen({"result_aliases_no_input"})
+    loaded = impl.load(zoo.MUTANTS["empty_batch_returns_the_input"].spec, sx.CONTRACTS)
+    aliases = chosen({"result_aliases_no_input"})
     once = inprocess.run(loaded, "cpu", aliases, settings=KILLING, one_failure=True)
     both = inprocess.run(loaded, "cpu", aliases, settings=KILLING)
     assert [(r.id, r.status) for r in once] == [("result_aliases_no_input[cpu-inference]", Status.FAIL)]

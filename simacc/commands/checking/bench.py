@@ -59,20 +59,20 @@ def property_speeds(progress):
     """``[{contract, id, examples, seconds, per_second}]`` for every applicable property."""
     from simacc import properties
     from simacc.harness.call import impl
-    from simacc.harness.config import contracts, profiles
+    from simacc.harness.config import profiles
     from simacc.harness.config.status import CHECKED
     from simacc.harness.sessions import inprocess
 
     chosen = profiles.for_session(SUITE_PROFILE)
     rows = []
-    for contract in contracts.NAMES:
+    for contract in properties.CONTRACTS:
         for r in inprocess.run(impl.reference(contract), "cpu", properties.every_property(), settings=chosen):
             if r.status not in CHECKED:
                 continue
             rate = r.examples / r.seconds if r.examples and r.seconds else None
-            rows.append(dict(contract=contract, id=r.id, status=r.status.value, examples=r.examples,
+            rows.append(dict(contract=contract.name, id=r.id, status=r.status.value, examples=r.examples,
                              seconds=round(r.seconds, 3), per_second=None if rate is None else round(rate, 1)))
-        progress(f"property speeds: {contract} done")
+        progress(f"property speeds: {contract.name} done")
     return rows
 
 

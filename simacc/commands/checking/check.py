@@ -49,7 +49,7 @@ def register(subparsers):
     )
     p.add_argument("impl", nargs="?", default=None, metavar="IMPL", type=opts.argtype(str),
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL)")
-    opts.add_arguments(p, conformance.OPTIONS)
+    opts.add_arguments(p, conformance.OPTIONS, parse=conformance.CONTRACT_PARSE)
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure (the rest: not run)")
     p.add_argument("--list", action="store_true", help="list the properties that apply to IMPL, each with its "
                    "claim, and run none (-v: their tests, and what does not apply and why)")

@@ -30,6 +30,17 @@ OPTIONS = ("contract", "level", "device", "context", "run_context", "profile", "
            "database_readonly")  # the options of ``simacc check`` (``fuzz`` takes them but the profile)
 
 
+def contract_name(text):
+    """``--contract``'s value: the name of a contract of the catalogue's (``ValueError`` naming
+    them), whose records are imported only when the option is given."""
+    from simacc import strategies as sx
+
+    return sx.contract(text).name
+
+
+CONTRACT_PARSE = {"contract": contract_name}  # how the commands read the option (settings.add_arguments)
+
+
 class UsageError(Exception):
     """A bad argument: one line, exit code 2, nothing run."""
 
@@ -51,6 +62,8 @@ def header_of(chosen, loaded, given=None):
         "version": loaded.get("version", ""),
         "contract": loaded.get("contract"),
         "contract_from": loaded.get("contract_from"),
+        "writes_a_fixed_id": loaded.get("writes_a_fixed_id"),  # what the header says of the contract
+        "samples_drafts_against_logits": loaded.get("samples_drafts_against_logits"),
         "level": loaded.get("level", chosen.level),
         "fixed_token_id": loaded.get("fixed_token_id"),
         "fixed_token_id_from": opts.origin("fixed_token_id", given or {}),

@@ -94,7 +94,7 @@ def register(subparsers):
                    help="'package.module:attribute' or 'path/to/file.py:attribute' (env SIMACC_IMPL)")
     p.add_argument("--minutes", type=opts.argtype(opts.positive_number("minutes")), required=True,
                    help="how long to fuzz (fractions allowed)")
-    opts.add_arguments(p, OPTIONS)
+    opts.add_arguments(p, OPTIONS, parse=conformance.CONTRACT_PARSE)
     p.add_argument("-n", "--workers", type=opts.argtype(opts.positive_int), default=cores(), metavar="N",
                    help=f"passes run at a time, each in its own process (default: this machine's cores, {cores()})")
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
@@ -401,7 +401,7 @@ class Session:
             f"simacc fuzz {h['impl']}",
             f"  file:      {h['file'] or '(none)'}",
             f"  contract:  {h['contract']} ({h['contract_from']}); level {h['level']}"
-            + contracts.fixed_id_text(h["contract"], h["fixed_token_id"]),
+            + contracts.fixed_id_text(h["writes_a_fixed_id"], h["fixed_token_id"]),
             f"  devices:   {', '.join(h['devices'])}",
             f"  schedule:  {len(self.workers)} worker(s) for {_clock(self.seconds)}; {schedule}; {seeds}",
             f"  database:  {profiles.describe(chosen.profile, chosen.database, chosen.database_readonly)}",

@@ -91,7 +91,8 @@ def register(subparsers):
     replay.add_argument("--impl", default=None, help="implementation to replay against")
     replay.add_argument("--trust-recorded-impl", action="store_true",
                         help="replay against the implementation the file names (importing it runs its code)")
-    replay.add_argument("--contract", default=None, choices=contracts.NAMES, help="force the implementation's contract")
+    replay.add_argument("--contract", default=None, type=opts.argtype(_contract_name), metavar="NAME",
+                        help="force the implementation's contract, by name (docs/contracts.md lists them)")
     replay.add_argument("--device", default=None, type=opts.argtype(opts.one_device), help="device to replay on "
                         "(default: the recorded one); exit 5 if it is missing here")
     replay.add_argument("--no-fallback", dest="fallback", action="store_false", help="exit 5 (--prune: keep the file) instead of "
@@ -161,6 +162,7 @@ def _plan(record, prop, args):
     """The implementation and device to replay ``record`` (of property ``prop``) with, and a
     note when falling back from the recorded device; :class:`NotReplayed` when it cannot be
     replayed here. Nothing is imported before the device is known to be here."""
+    from simacc import properties
     from simacc.harness.call import impl as impls
 
     device, note = _device(args.device, record.device, args.fallback)
@@ -174,14 +176,17 @@ def _plan(record, prop, args):
                           f"unasked: pass --impl {shlex.quote(record.impl)} if you trust it (or --trust-recorded-impl), "
                           "or --impl another one")
     try:
-        chosen = impls.load(spec, args.contract, record.level, args.settings.fixed_token_id)
+        chosen = impls.load(spec, properties.CONTRACTS, args.contract, record.level, args.settings.fixed_token_id)
     except impls.ImplError as e:
         hint = "" if args.impl else " (the implementation recorded in the file; pass --impl)"
         raise NotReplayed(Exit.USAGE, f"{e}{hint}") from None
-    if not prop.applies_to_case(chosen.contract, record.case):
-        fits = [c for c in contracts.NAMES if prop.applies_to_case(c, record.case)]
-        raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {chosen.contract!r}, "
-                          f"this case is for {', '.join(fits)}")
+    if not prop.applies_to_case(chosen.record, record.case):
+        fits = [c for c in properties.CONTRACTS if prop.applies_to_case(c, record.case)]
+        ours = chosen.record
+        case = f"a {fits[0].variant} {record.case.variant} case, for {', '.join(c.name for c in fits)}" if fits else \
+            "a case for no contract"
+        raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {ours.name!r} ({ours.variant} "
+                          f"{', '.join(ours.variants)}), and this is {case}")
     return chosen, device, note
 
 
@@ -200,12 +205,18 @@ def _device(asked, recorded, fallback):
     return "cpu", f"recorded on {recorded}; {missing}, so replaying on cpu"
 
 
+def _contract_name(text):
+    from simacc.commands.checking import conformance
+
+    return conformance.contract_name(text)
+
+
 def read(path):
     """``(record, property)`` of the repro file at ``path``; :class:`ReproError` if unusable."""
     from simacc import properties
     from simacc.harness.model import repro_files
 
-    record = repro_files.load(path)
+    record = repro_files.load(path, properties.CONTRACTS)
     return record, properties.of_repro(record)
 
 
@@ -247,7 +258,7 @@ def _replay_file(args):
 
     timeout = args.settings.timeout
     print(f"property  {prop.id} ({prop.module}): {prop.summary}")
-    fixed = contracts.fixed_id_text(chosen.contract, chosen.fixed_token_id).replace(";", ",")
+    fixed = contracts.fixed_id_text(chosen.record.writes_a_fixed_id, chosen.fixed_token_id).replace(";", ",")
     print(f"impl      {chosen.spec} (contract {chosen.contract}{fixed}) on {device}"
           + ("" if device == record.device else f" (recorded on {record.device})")
           + (f", under {record.context}" if record.context else ""))
@@ -294,7 +305,7 @@ def _show_differences(runner, case):
         print("(checked at the semantic level: the reference draws its own random numbers, so no element-by-element "
               "diff)")
         return
-    reference = _writing(impls.reference(runner.impl.contract), runner.impl.fixed_token_id)
+    reference = _writing(impls.reference(runner.impl.record), runner.impl.fixed_token_id)
     print(f"where {runner.impl.spec} differs from the reference {reference.spec}:")
     with Runner(reference, runner.device, runner.timeout, context=runner.context) as by_reference:
         expected = by_reference.attempt(case)
@@ -366,12 +377,13 @@ def promote(record, prop, corpus, timeout):
     made on first use) once the reference passes it; None on success, 1 when the reference
     fails it too. Normalised: the file names the reference and cpu (a plain replay of it
     passes), and its message says what it caught."""
+    from simacc import strategies as sx
     from simacc.harness.call import impl as impls
     from simacc.harness.call.runner import Runner
     from simacc.harness.model.repro_files import MAX_MESSAGE, dumps
     from simacc.harness.processes.atomic import write_atomically
 
-    reference = impls.reference(record.contract, record.level)
+    reference = impls.reference(sx.contract(record.contract), record.level)
     with Runner(reference, "cpu", timeout, context=record.context) as runner:
         error = prop.replay(runner, record.case)
     if error is not None:

@@ -373,9 +373,10 @@ def header_rows(header):
         ("file", header["file"] or "(none)"),
         ("version", header["version"] or "(none)"),
         ("contract", f"{header['contract']} ({header['contract_from']}); level {header['level']}"
-                     + contracts.fixed_id_text(header["contract"], header["fixed_token_id"],
+                     + contracts.fixed_id_text(header.get("writes_a_fixed_id"), header["fixed_token_id"],
                                                header["fixed_token_id_from"])
-                     + contracts.refused_drafts_text(header["contract"], header.get("refused_drafts"))),
+                     + contracts.refused_drafts_text(header.get("samples_drafts_against_logits"),
+                                                     header.get("refused_drafts"))),
         ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
         ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
         ("profile", f"simacc-{header['profile']}, {examples} examples per property, "

@@ -116,7 +116,8 @@ def check_entry(name, *, seed, profile, max_examples, device, expected_only):
     select = set(entry.killers) if expected_only and not entry.correct else None
     props = [p for p in properties.every_property() if select is None or p.id in select]
     start = time.perf_counter()
-    results = inprocess.run(impl.load(entry.spec, level=entry.level), device, props, settings=chosen, seed=seed)
+    loaded = impl.load(entry.spec, properties.CONTRACTS, level=entry.level)
+    results = inprocess.run(loaded, device, props, settings=chosen, seed=seed)
     failures = [r for r in results if r.status in FAILED]
     first = min(failures, key=lambda r: (r.examples is None, r.examples or 0), default=None)
     return Run(
@@ -150,6 +151,7 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
     in this one); a :class:`Zoo`."""
     import torch
 
+    from simacc import properties
     from simacc.harness.call import impl
     from simacc.harness.config import settings as opts
 
@@ -167,7 +169,7 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
             print(f"[{count}/{len(jobs)}] {entry.name} on {dev} (seed {seed}): {outcome} ({run.seconds:.1f} s)",
                   file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
-    rows = [judge(e, impl.load(e.spec).contract, done.get(e.name)) for e in entries]
+    rows = [judge(e, impl.load(e.spec, properties.CONTRACTS).contract, done.get(e.name)) for e in entries]
     header = dict(
         seeds=seed_list, profile=profile, max_examples=max_examples, device=device,
         expected_only=expected_only, workers=workers, wall_s=round(wall, 1),

@@ -43,13 +43,14 @@ class Implementation:
     ``style`` is how arguments are passed: the contract's keyword style (``keywords``, or
     ``jax``: keywords as JAX arrays and a key, the results converted back by
     :mod:`simacc.contract.jaxbridge`) or one of its positional orders
-    (:attr:`simacc.harness.config.contracts.Contract.orders`). ``fixed_token_id`` is the id its
+    (:attr:`simacc.harness.config.contracts.Contract.orders`). ``record`` is the
+    :class:`~simacc.harness.config.contracts.Contract` it follows. ``fixed_token_id`` is the id its
     fixed mode must write.
     """
 
     spec: str
     fn: object
-    contract: str
+    record: object
     style: str
     source: str = ""
     contract_from: str = INFERRED  # how the contract was chosen (INFERRED, FORWARDED or FORCED)
@@ -60,9 +61,9 @@ class Implementation:
     refused_drafts: str = contracts.REFUSED_DRAFTS[0]  # vLLM's samplers: who keeps them from being accepted (§15.4)
 
     @property
-    def record(self):
-        """The :class:`~simacc.harness.config.contracts.Contract` it follows."""
-        return contracts.CONTRACTS[self.contract]
+    def contract(self):
+        """The name of the contract it follows."""
+        return self.record.name
 
     @property
     def version(self):
@@ -71,12 +72,13 @@ class Implementation:
 
     @property
     def is_reference(self):
-        return self.spec == self.record.reference
+        return self.fn is self.record.reference
 
     @property
     def modes(self):
-        """The token modes this contract can be asked for."""
-        return self.record.modes
+        """The variants its contract's cases come in: the token modes, where it has them (the
+        EAGLE family's strategies take them as ``modes``)."""
+        return self.record.variants
 
     @property
     def omissions(self):
@@ -261,76 +263,83 @@ def _positional_style(record, names):
     return None
 
 
-def infer_style(fn, contract=None):
-    """``(contract, style)`` from ``fn``'s signature; ``contract`` forces one.
+def infer_style(fn, records, contract=None):
+    """``(record, style)`` from ``fn``'s signature, of the contracts ``records``; ``contract``
+    (a record of them) forces one.
 
     A contract fits when its keyword names are all parameters of ``fn``, or when the
     leading parameters follow one of its positional orders; a forced contract also fits
     other names positionally, given enough of them (or ``*args``). A ``**kwargs`` wrapper
-    that names no parameter of any contract is taken for eagle. Raises :class:`ImplError`
-    when the signature fits no contract (or not the forced one), or several.
+    that names no parameter of any contract is taken for the first of ``records``. Raises
+    :class:`ImplError` when the signature fits no contract (or not the forced one), or several.
     """
     params = _parameters(fn)
     if params is None:
         if contract is None:
             raise ImplError("cannot read the callable's signature; pass --contract")
-        record = contracts.CONTRACTS[contract]
-        return contract, record.keyword_style or next(iter(record.orders))
+        return contract, contract.keyword_style or next(iter(contract.orders))
     names = [p.name for p in params]
     by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
     fits = {}
-    for record in contracts.CONTRACTS.values():
+    for record in records:
         style = record.keyword_style if record.keyword_style and set(record.params) <= by_keyword else None
         style = style or _positional_style(record, positional)
-        if style is None and contract == record.name and record.orders:
+        if style is None and contract == record and record.orders:
             shortest = min(len(order) for order in record.orders.values())
             style = next(iter(record.orders)) if len(positional) >= shortest or varargs else None
         if style is not None:
-            fits[record.name] = style
-    if forwards_keywords(fn) and not fits:  # a `def f(**kwargs)` wrapper: every keyword contract fits
-        chosen = contracts.CONTRACTS[contract or "eagle"]
-        fits = {chosen.name: chosen.keyword_style} if chosen.keyword_style else {}
+            fits[record] = style
+    if forwards_keywords(fn, records) and not fits:  # a `def f(**kwargs)` wrapper: every keyword contract fits
+        chosen = contract or records[0]
+        fits = {chosen: chosen.keyword_style} if chosen.keyword_style else {}
     if contract is not None:
         if contract not in fits:
-            raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract!r}")
+            raise ImplError(f"the signature ({', '.join(names)}) does not fit contract {contract.name!r}")
         return contract, fits[contract]
     if len(fits) != 1:
         raise ImplError(
             f"the signature ({', '.join(names)}) fits "
-            + ("no contract" if not fits else f"several contracts {sorted(fits)}")
-            + f"; pass --contract {{{','.join(contracts.NAMES)}}}"
+            + ("no contract" if not fits else f"several contracts {sorted(r.name for r in fits)}")
+            + f"; pass --contract {{{','.join(r.name for r in records)}}}"
         )
     return next(iter(fits.items()))
 
 
-def forwards_keywords(fn):
-    """Whether ``fn`` takes ``**kwargs`` and no named parameter of any contract (a wrapper
-    that forwards keywords, the way every sglang call site passes them)."""
+def forwards_keywords(fn, records):
+    """Whether ``fn`` takes ``**kwargs`` and no named parameter of any contract of ``records``
+    (a wrapper that forwards keywords, the way every sglang call site passes them)."""
     params = _parameters(fn) or []
-    known = {name for record in contracts.CONTRACTS.values() for name in record.params}
+    known = {name for record in records for name in record.params}
     return any(p.kind == p.VAR_KEYWORD for p in params) and not {p.name for p in params} & known
 
 
-def load(spec, contract=None, level="exact", fixed_token_id=None, refused_drafts=contracts.REFUSED_DRAFTS[0]):
-    """The :class:`Implementation` named by ``spec``, checked against ``contract`` at
-    ``level``, its fixed mode expected to write ``fixed_token_id`` (None: the default, 100
-    unless ``SGLANG_SIMULATE_ACC_TOKEN_ID`` says otherwise), a vLLM sampler called as a runner
-    that leaves ``refused_drafts`` to the sampler or cuts them itself (CONTRACT.md §15.4)."""
-    if contract is not None and contract not in contracts.CONTRACTS:
-        raise ImplError(f"unknown contract {contract!r}; expected one of {contracts.NAMES}")
+def load(spec, records, contract=None, level="exact", fixed_token_id=None,
+         refused_drafts=contracts.REFUSED_DRAFTS[0]):
+    """The :class:`Implementation` named by ``spec``, of one of the contracts ``records`` (the
+    catalogue's, ``simacc.strategies.CONTRACTS``), checked against ``contract`` (the name of
+    one of them, or None: inferred from its signature) at ``level``, its fixed mode expected to
+    write ``fixed_token_id`` (None: the default, 100 unless ``SGLANG_SIMULATE_ACC_TOKEN_ID``
+    says otherwise), a vLLM sampler called as a runner that leaves ``refused_drafts`` to the
+    sampler or cuts them itself (CONTRACT.md §15.4)."""
+    records = tuple(records)
+    if contract is not None:
+        try:
+            contract = contracts.named(records, contract)
+        except ValueError as e:
+            raise ImplError(str(e)) from None
     if level not in contracts.LEVELS:
         raise ImplError(f"unknown level {level!r}; expected one of {contracts.LEVELS}")
     if refused_drafts not in contracts.REFUSED_DRAFTS:
         raise ImplError(f"unknown --refused-drafts {refused_drafts!r}; expected one of {contracts.REFUSED_DRAFTS}")
-    (fn, source), changed, modified = _guarded_import(spec, contract)
+    (fn, source), changed, modified = _guarded_import(spec, records if contract is None else (contract,))
     try:
-        chosen, style = infer_style(fn, contract)
+        chosen, style = infer_style(fn, records, contract)
     except ImplError as e:
         raise ImplError(f"IMPL {spec!r}: {e}") from None
-    how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn) else INFERRED
-    level = contracts.CONTRACTS[chosen].level or level
+    how = FORCED if contract is not None else FORWARDED if forwards_keywords(fn, records) else INFERRED
+    level = chosen.level or level
     if fixed_token_id is None:  # the default an sglang build reads, as the reference does
         from simacc.contract import caller
 
@@ -351,14 +360,14 @@ def prepare():
     fresh.prepare()
 
 
-def server_environment(contract=None):
-    """The variables the server that imports and calls an implementation of ``contract`` (None:
-    of any contract, the import coming before its signature says which) has set for its life: its engine's
-    simulated acceptance switched on, with the method and token mode this check's reference
-    takes by default, and an acceptance length of 3 unless this process's environment gives one."""
+def server_environment(records):
+    """The variables the server that imports and calls an implementation of one of the contracts
+    ``records`` (every contract it may follow: the import comes before its signature says which)
+    has set for its life: its engine's simulated acceptance switched on, with the method and token
+    mode this check's reference takes by default, and an acceptance length of 3 unless this
+    process's environment gives one."""
     from simacc.contract import caller
 
-    records = contracts.CONTRACTS.values() if contract is None else (contracts.CONTRACTS[contract],)
     values = {"SGLANG_SIMULATE_ACC_LEN": os.environ.get("SGLANG_SIMULATE_ACC_LEN", "3"),
               "SGLANG_SIMULATE_ACC_METHOD": caller.DEFAULT_METHOD,
               "SGLANG_SIMULATE_ACC_TOKEN_MODE": caller.DEFAULT_TOKEN_MODE}
@@ -380,16 +389,17 @@ def in_environment(variables):
                 os.environ[name] = value
 
 
-def _guarded_import(spec, contract=None):
+def _guarded_import(spec, records):
     """``_import_target(spec)`` after :func:`prepare`, in the server's environment
-    (:func:`server_environment`), with the process state and the harness as they were before
-    it (docs/trust.md): ``(target, state changes, harness objects replaced)``, both put back. A
-    ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an import error."""
+    (:func:`server_environment` of the contracts ``records``), with the process state and the
+    harness as they were before it (docs/trust.md): ``(target, state changes, harness objects
+    replaced)``, both put back. A ``KeyboardInterrupt`` the module raised, with no Ctrl-C, is an
+    import error."""
     from simacc.harness.call import process_state, tamper
     from simacc.harness.processes.interrupts import Recorder
 
     prepare()
-    with Recorder() as ctrl_c, in_environment(server_environment(contract)):
+    with Recorder() as ctrl_c, in_environment(server_environment(records)):
         before = process_state.snapshot()
         try:
             target = _import_target(spec)
@@ -404,5 +414,5 @@ def _guarded_import(spec, contract=None):
 
 
 def reference(contract, level="exact", fixed_token_id=None):
-    """The built-in reference for ``contract``."""
-    return load(contracts.CONTRACTS[contract].reference, contract, level, fixed_token_id)
+    """The built-in reference of ``contract`` (a record)."""
+    return load(contract.spec, (contract,), contract.name, level, fixed_token_id)

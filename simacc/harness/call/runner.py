@@ -176,7 +176,7 @@ class Runner:
         self.closing = []  # what ends with the runner (a test's ranks), called as it exits
         self.changes = []  # (what a call changed in the process, its case), for every call that changed it
         self._generators_on = {}  # device: the generators a call there has seeded (_generators)
-        self._environment = server_environment(impl.contract)  # a server's, set for its life: its calls' too
+        self._environment = server_environment((impl.record,))  # a server's, set for its life: its calls' too
 
     def __enter__(self):
         _WATCHDOG.users += 1

@@ -3,11 +3,12 @@
 Each setting is an :class:`Option`: its ``SIMACC_*`` variable, its spelling under pytest
 (``--simacc-<name>``) and on simacc's own commands (``--<name>``), how its text is parsed
 and its default. :func:`resolve` applies "option, then variable, then default", and works out
-what follows from them (a contract's level, a derandomized profile's seed), exactly once, on
-the process that starts a session (a command, or else the pytest controller); the session's
-pytest process and its xdist workers receive the result (:meth:`Settings.to_json`), the way
-pytest-randomly hands its seed to them, and never resolve anything again. Paths are made absolute at resolution, so
-an implementation that changes the working directory moves nothing.
+what follows from them (the profile CI picks, a derandomized profile's seed), exactly once,
+on the process that starts a session (a command, or else the pytest controller); the
+session's pytest process and its xdist workers receive the result (:meth:`Settings.to_json`),
+the way pytest-randomly hands its seed to them, and never resolve anything again. Paths are
+made absolute at resolution, so an implementation that changes the working directory moves
+nothing.
 
 Every parse error is a :class:`SettingsError`: one line naming the option or variable.
 """
@@ -186,8 +187,8 @@ OPTIONS = {
     for o in (
         Option("impl", str, "the implementation under test: 'package.module:attribute' or 'path/to/file.py:attribute'",
                "IMPL"),
-        Option("contract", _choice(contracts.NAMES), f"force its contract ({', '.join(contracts.NAMES)}) instead of "
-               "inferring it from the signature", "NAME"),
+        Option("contract", str, "force its contract, by name (docs/contracts.md lists them), instead of inferring "
+               "it from the signature", "NAME"),
         Option("level", _choice(contracts.LEVELS), "exact (default): L is the documented draw from torch's CPU "
                "generator; semantic: for ports that draw L their own way", "LEVEL"),
         Option("device", _devices, f"{devices.HELP} (default all: a missing device is skipped with the reason)",
@@ -292,8 +293,7 @@ def resolve(given, environ=None, root=None, home=None, ini=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
     as the options hold them), then ``SIMACC_*`` in ``environ``, then ``ini`` (a project's
     own, from its pytest configuration: ``simacc_impl``), then the defaults, and what
-    follows from them: the level a contract forces, and the seed of a derandomized profile
-    given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
+    follows from them: the seed of a derandomized profile given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
     working directory); the project's corpus is by default in ``home`` (pytest's rootdir;
     default ``root``)."""
     environ = os.environ if environ is None else environ
@@ -319,9 +319,6 @@ def resolve(given, environ=None, root=None, home=None, ini=None):
     values.setdefault("corpus", Path(home or root) / CORPUS_DIR)
     if "database" in values:
         values["database"] = ",".join(database_locations(values["database"], root))
-    forced = contracts.CONTRACTS[values["contract"]].level if "contract" in values else None
-    if forced:
-        values["level"] = forced
     if "seed" not in values and "database" in values and values["profile"] in DERANDOMIZED:
         values["seed"] = CI_SEED  # the same examples every run, after the database's (profiles.for_session)
     settings = Settings(**values)
@@ -396,12 +393,16 @@ def argtype(parse):
     return checked
 
 
-def add_arguments(parser, names, pytest=False):
+def add_arguments(parser, names, pytest=False, parse=None):
     """Add the options ``names`` to an argparse parser (or a pytest option group), each with
-    its variable in the help."""
+    its variable in the help; ``parse`` maps an option's name to a parse that replaces its own
+    (the commands check ``--contract`` against the catalogue's contracts, which the harness is
+    handed only where an implementation loads)."""
     add = parser.addoption if pytest else parser.add_argument
     for name in names:
         option = OPTIONS[name]
+        if parse and name in parse:
+            option = dataclasses.replace(option, parse=parse[name])
         env = f" (env {option.variable})" if option.variable else ""
         if option.switch:
             add(option.flag(pytest), dest=option.dest, default=None, action="store_true", help=option.help + env)

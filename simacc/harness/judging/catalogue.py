@@ -122,8 +122,8 @@ class Property:
         unless = self.applies_when(**params) if self.applies_when is not None and params is not None else None
         if unless:
             return unless
-        if impl.contract not in contracts_:
-            return f"contract {impl.contract!r} (it applies to {', '.join(contracts_)})"
+        if impl.record not in contracts_:
+            return f"contract {impl.contract!r} (it applies to {', '.join(c.name for c in contracts_)})"
         if impl.level not in self.levels:
             return f"level {impl.level!r} (it needs the documented draws)"
         if self.across_devices and not devices.is_cuda(device):
@@ -292,13 +292,13 @@ class Property:
         return None
 
     def applies_to_case(self, contract, case):
-        """Whether an implementation of ``contract`` can be asked ``case`` (for a stateful
-        property, a program) by this property."""
+        """Whether an implementation of ``contract`` (a record) can be asked ``case`` (for a
+        stateful property, a program) by this property."""
         if contract not in self.contracts:
             return False
         if self.machine:
-            return getattr(case, "is_program", False) and case.mode in contracts.CONTRACTS[contract].modes
-        return contracts.CONTRACTS[contract].accepts(case)
+            return getattr(case, "is_program", False) and case.variant in contract.variants
+        return contract.accepts(case)
 
     def parametrizations(self, settings=None):
         """``[(suffix, kwargs)]``: one per combination of its ``params`` values (the suffix is
@@ -411,9 +411,25 @@ class _Keyed:
         return self.__wrapped__(**self._arguments)
 
 
+_CHECKED = []  # the contracts the catalogue checks, as it declared them (checks)
+
+
+def checks(records):
+    """Declare the contracts the catalogue checks (``simacc.properties`` declares
+    ``simacc.strategies.CONTRACTS`` on import, as it names its judges): a pytest session loads its
+    implementation against them (:func:`checked`), once its property modules are imported."""
+    _CHECKED[:] = records
+
+
+def checked():
+    """The contracts :func:`checks` declared (none before the catalogue is imported)."""
+    return tuple(_CHECKED)
+
+
 def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None, contracts_of=None, params=None,
           across_contexts=False, machine=False, applies_when=None, first=False, recorded_as=None, **given):
-    """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``.
+    """Declare the decorated ``test_*`` function a property of the contracts ``applies_to``
+    (:class:`~simacc.harness.config.contracts.Contract` records).
 
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
     function takes ``simacc`` and those, plus the arguments of ``params``: ``{name: [values]}``
@@ -425,9 +441,8 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
     pytest collects a function of ``simacc`` and the parameters, which runs the property
     through its record (``test.simacc_property``).
     """
-    unknown = set(applies_to) - set(contracts.NAMES)
-    if not applies_to or unknown:
-        raise ValueError(f"claim() needs contracts from {contracts.NAMES}, got {applies_to}")
+    if not applies_to or not all(isinstance(c, contracts.Contract) for c in applies_to):
+        raise ValueError(f"claim() needs contract records (simacc.strategies.CONTRACTS), got {applies_to}")
 
     def decorate(body):
         names = list(inspect.signature(body).parameters)

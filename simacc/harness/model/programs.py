@@ -25,8 +25,8 @@ class Program:
     is_program = True  # what a stateful property replays (Property.applies_to_case)
 
     @property
-    def mode(self):
-        """The token mode its engine runs in."""
+    def variant(self):
+        """Its value on its contract's axis of variants: the token mode its engine runs in."""
         return self.knobs.get("mode")
 
     def size_text(self):

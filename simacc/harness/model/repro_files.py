@@ -31,7 +31,6 @@ from pathlib import Path
 import torch
 
 from simacc.harness.config import contracts, devices, grad_modes
-from simacc.harness.model import cases
 from simacc.harness.model.cases import DTYPES, LAYOUTS, TensorArg
 from simacc.harness.model.programs import Program
 from simacc.harness.processes.atomic import write_atomically
@@ -272,10 +271,11 @@ def _field_kinds(case_type):
     return kinds
 
 
-def decode_case(obj):
-    """The case described by ``{"type": ..., "fields": {...}}``; :class:`ReproError` if invalid."""
+def decode_case(obj, records):
+    """The case described by ``{"type": ..., "fields": {...}}``, of the case type of one of the
+    contracts ``records`` (the file names it by its class name); :class:`ReproError` if invalid."""
     _exact_keys(obj, ("type", "fields"), "'case'")
-    known = {c.case_name: getattr(cases, c.case_name) for c in contracts.CONTRACTS.values()}
+    known = {c.case.__name__: c.case for c in records}
     case_type = known.get(obj["type"]) if isinstance(obj["type"], str) else None
     if case_type is None:
         raise ReproError(f"unknown case type {obj['type']!r} (expected one of {sorted(known)})"[:300])
@@ -390,8 +390,9 @@ def _finite(text):
     return value
 
 
-def parse(text):
-    """The :class:`Repro` in ``text``; :class:`ReproError` names the first problem."""
+def parse(text, records):
+    """The :class:`Repro` in ``text``, of one of the contracts ``records`` (the catalogue's,
+    ``simacc.strategies.CONTRACTS``); :class:`ReproError` names the first problem."""
     try:
         doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates,
                          parse_int=_integer, parse_float=_finite)
@@ -422,8 +423,9 @@ def parse(text):
     if not _ID.fullmatch(pid):
         raise ReproError(f"property id {pid[:80]!r} is not a valid id")
     contract = _string(doc, "contract")
-    if contract not in contracts.CONTRACTS:
-        raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {contracts.NAMES})")
+    record = next((r for r in records if r.name == contract), None)
+    if record is None:
+        raise ReproError(f"unknown contract {contract[:80]!r} (expected one of {tuple(r.name for r in records)})")
     device = _string(doc, "device")
     try:
         devices.parse(device)
@@ -432,14 +434,15 @@ def parse(text):
     impl, message, module = _string(doc, "impl"), _string(doc, "message", MAX_MESSAGE), _string(doc, "module")
     if stateful:
         return Repro(pid, module, contract, impl, device, message, decode_program(doc["program"]), level, context)
-    case = decode_case(doc["case"])
-    if type(case).__name__ != contracts.CONTRACTS[contract].case_name:
+    case = decode_case(doc["case"], records)
+    if type(case) is not record.case:
         raise ReproError(f"case type {type(case).__name__!r} does not fit contract {contract!r}")
     return Repro(pid, module, contract, impl, device, message, case, level, context)
 
 
-def load(path):
-    """The :class:`Repro` in the file at ``path``; :class:`ReproError` if unreadable or invalid.
+def load(path, records):
+    """The :class:`Repro` in the file at ``path``, of one of the contracts ``records``;
+    :class:`ReproError` if unreadable or invalid.
     Only a regular file is read (opened without blocking, then ``fstat``), and at most
     :data:`MAX_BYTES` plus one byte of it, whatever its size says."""
     try:
@@ -460,7 +463,7 @@ def load(path):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ReproError("not a repro file: not UTF-8 text") from None
-    return parse(text)
+    return parse(text, records)
 
 
 def _read_at_most(fd, limit):

@@ -95,6 +95,7 @@ def load(config):
     """Load the implementation under test once (the properties' own references for
     ``references``); a failure is kept as the session's ``impl_error``."""
     from simacc.harness.call import impl
+    from simacc.harness.judging import catalogue
 
     st = state(config)
     if st.loaded:
@@ -116,7 +117,8 @@ def load(config):
         return
     watch.beat(IMPORT_LIMIT * chosen.timeout)  # a supervisor ends an import that never finishes
     try:
-        st.impl = impl.load(chosen.impl, chosen.contract, chosen.level, chosen.fixed_token_id, chosen.refused_drafts)
+        st.impl = impl.load(chosen.impl, catalogue.checked(), chosen.contract, chosen.level, chosen.fixed_token_id,
+                            chosen.refused_drafts)
     except impl.ImplError as e:
         st.impl_error = str(e)
         stream.emit(st.stream, "impl_error", message=st.impl_error)
@@ -135,6 +137,8 @@ def load(config):
 
         loaded = st.impl
         stream.emit(st.stream, "implementation", spec=loaded.spec, contract=loaded.contract, style=loaded.style,
+                    writes_a_fixed_id=loaded.record.writes_a_fixed_id,
+                    samples_drafts_against_logits=loaded.record.samples_drafts_against_logits,
                     contract_from=loaded.contract_from, level=loaded.level, source=loaded.source,
                     version=loaded.version, fixed_token_id=loaded.fixed_token_id,
                     cuda_available=torch.cuda.is_available(), torch=torch.__version__,

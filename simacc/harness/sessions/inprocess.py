@@ -61,8 +61,8 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
         from simacc.harness.processes import fresh
 
         with fresh.Process(new=devices.is_cuda(device)) as process:
-            process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec, implementation.contract,
-                         implementation.level, implementation.fixed_token_id, ids,
+            process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec,
+                         implementation.record, implementation.level, implementation.fixed_token_id, ids,
                          dataclasses.replace(how, settings=_portable(settings)), number)
             try:
                 kind, said = process.receive(None)
@@ -75,15 +75,15 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     return results
 
 
-def _in_fresh_process(spec, contract, level, fixed_token_id, ids, how, number):
+def _in_fresh_process(spec, record, level, fixed_token_id, ids, how, number):
     """(in a fresh process) The properties ``ids`` (``(module, id)`` pairs) in grad mode
-    ``how.contexts[number]`` only."""
+    ``how.contexts[number]`` only, of the implementation ``spec`` of contract ``record``."""
     import importlib
 
     from simacc.harness.call import impl
 
     chosen = [getattr(importlib.import_module(module), f"test_{pid}").simacc_property for module, pid in ids]
-    loaded = impl.load(spec, contract, level, fixed_token_id)
+    loaded = impl.load(spec, (record,), record.name, level, fixed_token_id)
     if how.settings is not None:
         import hypothesis
 

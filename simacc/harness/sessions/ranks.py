@@ -86,7 +86,7 @@ class Ranks:
         try:
             for rank in range(RANKS):
                 self.processes.append(fresh.Process(new=rank > 0 or not copies, rank=rank))
-            self._all("simacc.harness.sessions.ranks:_start", _free_port(), impl.spec, impl.contract, impl.level,
+            self._all("simacc.harness.sessions.ranks:_start", _free_port(), impl.spec, impl.record, impl.level,
                       impl.fixed_token_id, device, context, timeout, watch.prefix(), limit=self.timeout * 4 + 60,
                       ranked=True)
             self._all("simacc.harness.sessions.ranks:_join", limit=self.timeout + 60, ranked=True)
@@ -248,7 +248,7 @@ def _shift_clock(seconds):
     datetime.date, datetime.datetime = _Date, _Datetime
 
 
-def _start(rank, port, spec, contract, level, fixed_token_id, device, context, timeout, prefix):
+def _start(rank, port, spec, record, level, fixed_token_id, device, context, timeout, prefix):
     """(in a rank) Take the rank's identity and clock, import the implementation anew and keep
     a runner for it."""
     from simacc.harness.call import impl
@@ -258,7 +258,7 @@ def _start(rank, port, spec, contract, level, fixed_token_id, device, context, t
     if rank:
         _shift_clock(rank * CLOCK_SHIFT)
     watch.configure(prefix)
-    implementation = impl.load(spec, contract, level, fixed_token_id)
+    implementation = impl.load(spec, (record,), record.name, level, fixed_token_id)
     runner = Runner(implementation, device, timeout, context=context)
     runner.__enter__()
     _RUNNER["runner"] = runner

@@ -1,4 +1,6 @@
-"""Composite strategies for whole cases: coherent verify states for each contract.
+"""The EAGLE family (CONTRACT.md §1-§8): sglang's EAGLE function, its legacy layouts, DFLASH's
+acceptance and the kernel op, with their records and the strategies that draw their cases:
+coherent verify states.
 
 Cases stay inside the contract (CONTRACT.md §4.7): accepted ranges are disjoint and inside
 ``predict``, and real-mode chains have ``D == W``. Roots follow sglang's ``i * D`` layout
@@ -13,15 +15,166 @@ and one draw names the layouts of all its tensors (``tensors.layout_codes``).
 import dataclasses
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 from hypothesis import strategies as st
 
 import simacc as sa
+from simacc.contract import reference
 from simacc.contract.sampling import METHODS, sample_simulated_acc_len
-from simacc.harness.model.cases import DflashCase, EagleCase, KernelCase, TensorArg, seeded
+from simacc.harness.config.contracts import Contract
+from simacc.harness.model.cases import (
+    Case,
+    TensorArg,
+    chain_problem,
+    first_problem,
+    ranges_problem,
+    seeded,
+    tensor_problem,
+)
 from simacc.strategies import scalars as sc
 from simacc.strategies import tensors as tn
+
+
+# -- the case types (EAGLE's, DFLASH's and the kernel op's) ----------------------------------------
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EagleCase(Case):
+    """Arguments of ``generate_simulated_accept_index``, plus the generator seed."""
+
+    accept_index: TensorArg
+    predict: TensorArg
+    num_correct_drafts: TensorArg
+    candidates: TensorArg | None
+    target_predict: TensorArg | None
+    bs: int
+    spec_steps: int
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    seed: int
+    omitted: tuple = ()  # argument names left out of the call, their values being the defaults
+
+    omittable = frozenset({("simulate_acc_method",), ("simulate_acc_token_mode",),
+                           ("simulate_acc_method", "simulate_acc_token_mode")})
+
+    @property
+    def max_len(self):
+        return self.spec_steps + 1
+
+    @property
+    def roots(self):
+        return self.accept_index.values[:, 0].tolist()
+
+    def _arguments_problem(self):
+        width = self.spec_steps + 1
+        if self.spec_steps < 0 or self.bs < 0:
+            return "bs and spec_steps must be >= 0"
+        real = self.simulate_acc_token_mode == "real-draft-token"
+        return first_problem(tensor_problem(self, "accept_index", (self.bs, width), (torch.int32,)),
+                             tensor_problem(self, "predict", (None,)),
+                             tensor_problem(self, "num_correct_drafts", (self.bs,)),
+                             chain_problem(self, self.bs, width, real),
+                             ranges_problem(self.accept_index, width, self.predict.values.numel()))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DflashCase(Case):
+    """Arguments of ``apply_dflash_simulated_acceptance``, plus the generator seed."""
+
+    candidates: TensorArg
+    target_predict: TensorArg | None
+    accept_len: TensorArg
+    commit_lens: TensorArg
+    bonus: TensorArg
+    out_tokens: TensorArg
+    simulate_acc_len: float
+    simulate_acc_method: str
+    simulate_acc_token_mode: str
+    next_token_logits: TensorArg | None
+    seed: int
+    fixed_token_id: int | None = None  # None: not passed (sglang's caller never does), its default applies
+    omitted: tuple = ()  # argument names left out of the call, their values being the defaults
+
+    width_name = "B"
+    omittable = frozenset({("next_token_logits",)})
+
+    def args(self, device):
+        args = super().args(device)
+        if self.fixed_token_id is None:
+            del args["fixed_token_id"]
+        return args
+
+    @property
+    def max_len(self):
+        return self.out_tokens.values.shape[1]
+
+    @property
+    def bs(self):
+        return self.out_tokens.values.shape[0]
+
+    def _arguments_problem(self):
+        bs, block = self.out_tokens.values.shape if self.out_tokens.values.dim() == 2 else (-1, -1)
+        if block < 1:
+            return "out_tokens must be (bs, B) with B >= 1"
+        logits = self.next_token_logits
+        if self.simulate_acc_token_mode == "real-draft-token" and self.target_predict is None and logits is None:
+            return "real mode needs target_predict or next_token_logits"
+        return first_problem(tensor_problem(self, "candidates", (bs, block)),
+                             self.target_predict is not None and tensor_problem(self, "target_predict", (bs, block)),
+                             tensor_problem(self, "accept_len", (bs,)),
+                             tensor_problem(self, "commit_lens", (bs,)),
+                             tensor_problem(self, "bonus", (bs,)),
+                             logits is not None
+                             and tensor_problem(self, "next_token_logits", (bs * block, None), (torch.float32,)))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class KernelCase(Case):
+    """Arguments of the kernel op (CONTRACT.md §8): the length is an input
+    (``num_accept_tokens``), so ``seed`` only seeds the generator the op must not need."""
+
+    accept_indices: TensorArg
+    predict_tokens: TensorArg
+    num_correct_drafts: TensorArg
+    candidate_tokens: TensorArg
+    target_tokens: TensorArg
+    width: int
+    num_accept_tokens: int
+    real_tokens: bool
+    seed: int
+
+    @property
+    def max_len(self):
+        return self.width
+
+    _index_field = "accept_indices"
+    token_fields = ("candidate_tokens", "target_tokens")
+    length_given = True
+
+    @property
+    def bs(self):
+        return self.accept_indices.values.shape[0]
+
+    def expected_length(self):
+        return self.num_accept_tokens
+
+    @property
+    def token_mode(self):
+        return "real-draft-token" if self.real_tokens else "fixed"
+
+    def _arguments_problem(self):
+        bs, width = self.accept_indices.values.shape[0], self.width
+        if not 1 <= self.num_accept_tokens <= width:
+            return f"num_accept_tokens={self.num_accept_tokens} is not in [1, width={width}]"
+        return first_problem(tensor_problem(self, "accept_indices", (bs, width), (torch.int32,)),
+                             tensor_problem(self, "predict_tokens", (None,)),
+                             tensor_problem(self, "num_correct_drafts", (bs,)),
+                             chain_problem(self, bs, width, self.real_tokens),
+                             ranges_problem(self.accept_indices, width, self.predict_tokens.values.numel()))
+
 
 ROOT_LAYOUTS = ("sglang", "permuted", "spaced")
 
@@ -523,3 +676,40 @@ def _server_dflash_case(mode, logits=False):
         if logits else None,
         seed=0,
     )
+
+
+# -- the records ----------------------------------------------------------------------------------
+
+METHOD, MODE = "simulate_acc_method", "simulate_acc_token_mode"
+EAGLE_PARAMS = ("accept_index", "predict", "num_correct_drafts", "candidates", "target_predict", "bs", "spec_steps",
+                "simulate_acc_len", METHOD, MODE)
+LEGACY_ORDER = ("accept_index", "predict", "num_correct_drafts", "bs", "spec_steps", "simulate_acc_len", METHOD)
+OLDEST_ORDER = ("accept_index", "predict", "num_correct_drafts", "simulate_acc_len", "bs", "spec_steps")
+# what the third parameter of the legacy function was called over the releases (CONTRACT.md §6)
+LEGACY_THIRD = ("accept_length", "num_accepted_drafts", "num_correct_drafts")
+
+EAGLE = Contract(
+    "eagle", EAGLE_PARAMS, reference.generate_simulated_accept_index, EagleCase, eagle_cases, "token mode",
+    sa.TOKEN_MODES, takes=("modes",), orders={"positional": EAGLE_PARAMS},
+    omissions={"keywords": ((METHOD,), (MODE,), (METHOD, MODE)), "positional": ((MODE,), (METHOD, MODE))},
+)
+LEGACY = Contract(
+    "legacy", LEGACY_ORDER, reference.legacy_generate_simulated_accept_index, EagleCase, eagle_cases, "token mode",
+    ("fixed",), takes=("modes",), keyword_style=None, orders={"legacy": LEGACY_ORDER, "oldest": OLDEST_ORDER},
+    aliases={"num_correct_drafts": LEGACY_THIRD}, omissions={"legacy": ((METHOD,),)},
+)
+# the layouts of sglang's EAGLE function over its releases, one case type: every claim about the function names them
+EAGLE_LAYOUTS = (EAGLE, LEGACY)
+DFLASH = Contract(
+    "dflash",
+    ("candidates", "target_predict", "accept_len", "commit_lens", "bonus", "out_tokens", "simulate_acc_len", METHOD,
+     MODE),
+    reference.apply_dflash_simulated_acceptance, DflashCase, dflash_cases, "token mode", sa.TOKEN_MODES,
+    omissions={"keywords": (("next_token_logits",),)},
+)
+KERNEL = Contract(
+    "kernel",
+    ("accept_indices", "predict_tokens", "num_correct_drafts", "candidate_tokens", "target_tokens", "width",
+     "num_accept_tokens", "real_tokens"),
+    reference.simulated_accept, KernelCase, kernel_cases, "token mode", sa.TOKEN_MODES, draws=(),
+)
