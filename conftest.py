@@ -22,7 +22,7 @@ own count.
 
 Under the ``ci`` profile (``CI`` set) with no number of examples given, the references are
 checked at :data:`CI_EXAMPLES` examples a property, not the profile's 200: a user's CI keeps
-200, and ``tests/test_zoo.py`` kills every mutant at 200. Another profile, or
+200, and ``tests/meta/test_zoo.py`` kills every mutant at 200. Another profile, or
 ``--simacc-max-examples`` / ``SIMACC_MAX_EXAMPLES``, is taken as given."""
 
 import dataclasses

@@ -6,7 +6,7 @@ Measures, never asserts.
     python benchmarks/fuzz_find.py engines [--trials 3] [--workers 1] [--minutes 3] [--rarer]
     python benchmarks/fuzz_find.py replay [--sizes 1 10 100 1000]
 
-``find`` fuzzes ``tests/rare_mutant.py`` (a miscount only for a batch of 7 with
+``find`` fuzzes ``tests/harness/rare_mutant.py`` (a miscount only for a batch of 7 with
 ``spec_steps == 9``; ``--rarer``: of 23) over the whole catalogue on the CPU, each trial in a fresh folder (an
 empty example database), with ``-x`` so the session ends at its first failure (of any
 property), and reports when it was heard (seconds from the start of the command, start-up
@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RARE = f"{ROOT / 'tests' / 'rare_mutant.py'}:miscounts_a_rare_batch"
-RARER = f"{ROOT / 'tests' / 'rare_mutant.py'}:miscounts_a_rarer_batch"
+RARE = f"{ROOT / 'tests' / 'harness' / 'rare_mutant.py'}:miscounts_a_rare_batch"
+RARER = f"{ROOT / 'tests' / 'harness' / 'rare_mutant.py'}:miscounts_a_rarer_batch"
 ALWAYS = "simacc.zoo.eagle:counts_only_the_first_row"
 PROPERTY = "num_correct_drafts_is_length_minus_one"
 

@@ -1,8 +1,8 @@
-"""The hostile zoo (``tests/hostile/``) through ``simacc check``, as a user runs it: for each
+"""The hostile zoo (``tests/harness/hostile/``) through ``simacc check``, as a user runs it: for each
 implementation and each ``-n`` mode, the exit code, the verdict's last line, the wall time
 and the peak memory of the whole check (its child processes included).
 
-``tests/test_hostile.py`` pins each verdict with short time limits; this runs the default
+``tests/harness/test_hostile.py`` pins each verdict with short time limits; this runs the default
 limit (30 s), so it shows what a user waits for: an implementation whose every call hangs
 ends within the hang budget (two limits) plus the start-up, a flood of output or a huge
 message keeps memory flat. Every check runs under an address-space limit (``--memory-gib``)
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HOSTILE = Path(__file__).resolve().parents[1] / "tests" / "hostile"
+HOSTILE = Path(__file__).resolve().parents[1] / "tests" / "harness" / "hostile"
 
 
 def names():

@@ -31,7 +31,7 @@ STATUS = {1: "killed", 3: "killed", 0: "survived", None: "not checked", 5: "no t
 VALIDATION = (
     "outside the contract: the reference's own argument checks and messages. properties/ only "
     "pass valid arguments, apart from an unknown method and a non-positive length, which they "
-    "require to raise before any write; tests/test_reference*.py test the checks"
+    "require to raise before any write; tests/contract/test_reference*.py test the checks"
 )
 CLASSES = {
     "equivalent": "the same result for every input",

@@ -14,8 +14,8 @@ batch) at which the verdict fails that often.
 import argparse
 from collections import Counter
 
-from simacc.commands import observe_checks as checks
-from simacc.commands import observe_tally
+from simacc.commands.serving import observe_checks as checks
+from simacc.commands.serving import observe_tally
 from simacc.contract import laws
 
 PAIRS = [  # (drawn from, judged against, batch)

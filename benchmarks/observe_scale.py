@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 READ_ALONE = "import sys\nfor line in open(sys.argv[1], 'rb'):\n    pass\n"
-IMPORT_ALONE = ("from simacc.commands import cli, observe\nfrom simacc.contract import laws\n"
+IMPORT_ALONE = ("from simacc.commands import cli\nfrom simacc.commands.serving import observe\nfrom simacc.contract import laws\n"
                 "observe.neighbours(laws.law('vllm', 2.6, 3))\n")
 
 

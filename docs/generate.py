@@ -3,7 +3,7 @@
 (every property of the catalogue, from its record and docstring).
 
     python docs/generate.py           # rewrite them
-    python docs/generate.py --check   # exit 1 if either is out of date (tests/test_docs.py)
+    python docs/generate.py --check   # exit 1 if either is out of date (tests/meta/test_docs.py)
 """
 
 import argparse

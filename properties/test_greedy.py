@@ -1,7 +1,7 @@
 """Why the real mode exists: on a chain whose target agrees with exactly the first ``k``
 drafts, real-mode simulation at ``L = k + 1`` is greedy verification (CONTRACT.md §1.3).
 That fixed mode differs is shown by a self-test of ``chain_cases`` in
-``tests/test_strategies.py``."""
+``tests/contract/test_strategies.py``."""
 
 import torch
 

@@ -6,7 +6,7 @@ lengths with the documented law by :func:`~simacc.harness.judging.statistics.cdf
 (CONTRACT.md §9.4), each parametrization at its share of the property's false-alarm rate of
 1e-6. They apply at the semantic level only: at the exact level
 ``length_matches_the_documented_draw`` holds every ``L`` to the documented draw, made by hand
-from §3's words (``support.documented_draws``), whose law follows from them; ``tests/test_sampler.py``
+from §3's words (``support.documented_draws``), whose law follows from them; ``tests/contract/test_sampler.py``
 checks the law of simacc's own sampler with these designs too. The lengths ``x`` and the draws at each are chosen
 where the law is most sensitive (§9.4 gives what each sees): for match-expected an integer
 (one length only), fractions of 0.05 and 0.95 (an expected length off by 0.05 changes the

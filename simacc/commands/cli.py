@@ -1,6 +1,8 @@
-"""The ``simacc`` command. Each subcommand lives in the module named for what it does and
-adds itself with ``register(subparsers)``; its handler returns the exit code (0 success,
-1 a conformance failure, 2 a usage error; ``simacc check --help`` lists its own).
+"""The ``simacc`` command. Each subcommand lives in the module named for what it does, in the
+folder of its product (``checking/``: an implementation; ``serving/``: the engines, their laws
+and their logs), and adds itself with ``register(subparsers)``; its handler returns the exit
+code (0 success, 1 a conformance failure, 2 a usage error; ``simacc check --help`` lists its
+own).
 
 A usage error is one line, from the subcommand it concerns (an unknown option of ``simacc
 check`` included, which argparse would blame on ``simacc`` itself), followed by
@@ -24,7 +26,12 @@ import sys
 
 import simacc
 
-SUBCOMMANDS = ("check", "repro", "fuzz", "mutants", "bench", "engines", "laws", "observe")  # modules of simacc.commands, in the order --help lists them
+# each command's module, in the order --help lists them: checking an implementation, then the engines,
+# their laws and their logs
+SUBCOMMANDS = {"check": "simacc.commands.checking.check", "repro": "simacc.commands.checking.repro",
+               "fuzz": "simacc.commands.checking.fuzz", "mutants": "simacc.commands.checking.mutants",
+               "bench": "simacc.commands.checking.bench", "engines": "simacc.commands.serving.engines",
+               "laws": "simacc.commands.serving.laws", "observe": "simacc.commands.serving.observe"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,7 +53,7 @@ def build_parser(only=None):
     parser.add_argument("--version", action="version", version=f"simacc {simacc.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS if only is None else (only,):
-        importlib.import_module(f"simacc.commands.{name}").register(sub)
+        importlib.import_module(SUBCOMMANDS[name]).register(sub)
     parser.subcommands = sub.choices  # each subcommand's parser, for its own errors
     return parser
 

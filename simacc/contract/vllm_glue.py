@@ -10,7 +10,7 @@ refuses -1 before the sampler (0.33; §15.4) is checked with ``--refused-drafts 
 glue cuts nothing itself, so a draft cut by top-k, top-p, min-p or bad words reaches vLLM's
 sampler as it does in vLLM. vLLM is imported on the first call, so this module imports without
 it. :data:`CALLS` says where each layout's code lies in each version; ``simacc engines`` reads
-the same table from a wheel's files without importing them (:mod:`simacc.commands.engine_api`).
+the same table from a wheel's files without importing them (:mod:`simacc.commands.serving.engine_api`).
 """
 
 import importlib

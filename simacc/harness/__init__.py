@@ -1,6 +1,7 @@
 """The harness that drives an implementation, in rooms named for their roles. Each room may
-import the rooms above it in this list and none below (``tests/test_structure.py`` fails on an
-import that points down the list, and on any import circle):
+import the rooms above it in this list and none below (the ``rooms`` contract of
+``pyproject.toml``, which ``tests/meta/test_structure.py`` runs, fails on an import that points down
+the list, and the ``circles`` contract on any import circle):
 
 * :mod:`~simacc.harness.config`: what a session is configured with (contracts, settings,
   profiles, devices, grad modes, statuses);

@@ -1,6 +1,6 @@
 """The mutant zoo: realistic wrong implementations of the contracts, each with
 one mistake, and independent correct ones. ``simacc mutants`` runs the property suite on
-all of them; ``tests/test_zoo.py`` shows that every property rejects at least one mutant.
+all of them; ``tests/meta/test_zoo.py`` shows that every property rejects at least one mutant.
 
 ``ENTRIES`` maps a name to its :class:`Entry`: the ``IMPL`` spec, the kind of bug, the bug
 in one line (the function's docstring) and the properties expected to kill it.

@@ -5,7 +5,7 @@ A property attaches a :class:`Distribution` to the ``AssertionError`` it raises
 (:func:`simacc.harness.judging.assertions.check`); the plugin puts it in the report's structured data
 (``simacc_distribution``), the event stream carries it as JSON to ``simacc check``, and each
 front end draws it: a text chart in the failure block and in ``simacc repro`` (:meth:`chart`),
-a plot in the HTML report (:mod:`simacc.commands.report_html`). Nothing is read back from the
+a plot in the HTML report (:mod:`simacc.commands.checking.report_html`). Nothing is read back from the
 message text.
 
 The statistical properties compare CDFs (:func:`simacc.harness.judging.statistics.cdf_test`: at

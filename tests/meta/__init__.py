@@ -1,0 +1,1 @@
+"""Tests of the suite itself: every property kills a mutant of the zoo, the code's structure, the generated and cited documents, the mutation report."""
