@@ -2,7 +2,9 @@
 
 One program per block of rows writes the index, the counts and, in real mode, the drafts
 and the bonus; fixed mode fills the ``predict_tokens`` view with a second kernel. Every
-tensor is addressed through its strides. On CUDA tensors the kernels run compiled; CPU
+tensor is addressed through its strides, in 64-bit offsets (no product of a row and a stride can
+overflow; Triton's interpreter also checks every 32-bit sum and product for overflow, a fifth of
+its time on a server's batch). On CUDA tensors the kernels run compiled; CPU
 tensors only Triton's interpreter can run, and whether ``triton.jit`` makes an interpreted
 function is decided by ``TRITON_INTERPRET`` when it is applied, so :func:`jitted` applies
 it once per mode. The kernels use only Triton's builtins (``tl.full``, not ``tl.zeros``):
@@ -21,8 +23,8 @@ def _simulate(index_ptr, index_stride, predict_ptr, predict_stride, counts_ptr, 
               cand_ptr, cand_stride0, cand_stride1, target_ptr, target_stride0, target_stride1,
               out_ptr, bs, width, length,
               REAL: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    cols = tl.arange(0, BLOCK_COLS)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    cols = tl.arange(0, BLOCK_COLS).to(tl.int64)
     live = rows < bs
     roots = tl.load(index_ptr + rows * index_stride, mask=live, other=0).to(tl.int64)
     slots = roots[:, None] + cols[None, :]
