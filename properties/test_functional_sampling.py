@@ -15,7 +15,6 @@ integer inside the range, where an expected length off by 0.05 puts one draw in 
 length and is seen with probability 0.999.
 """
 
-import pytest
 import torch
 
 from simacc import strategies as sx
@@ -80,15 +79,13 @@ def check_lengths(simacc, x, method, probabilities, draws):
     support.check_distribution(lengths, probabilities, what, statistics.FALSE_ALARM / len(draws))
 
 
-@pytest.mark.parametrize("x", list(MATCH_EXPECTED_DRAWS))
-@claim(sx.FUNCTIONAL, needs=jaxbridge.missing)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, params={"x": list(MATCH_EXPECTED_DRAWS)})
 def test_functional_match_expected_length_has_the_documented_distribution(simacc, x):
     """Functional: match-expected lengths over many keys follow §9.2 (§9.4)."""
     check_lengths(simacc, x, "match-expected", support.match_expected_probabilities(x, MAX_LEN), MATCH_EXPECTED_DRAWS)
 
 
-@pytest.mark.parametrize("x", list(MULTINOMIAL_DRAWS))
-@claim(sx.FUNCTIONAL, needs=jaxbridge.missing)
+@claim(sx.FUNCTIONAL, needs=jaxbridge.missing, params={"x": list(MULTINOMIAL_DRAWS)})
 def test_functional_multinomial_length_has_the_documented_distribution(simacc, x):
     """Functional: multinomial lengths over many keys are round(clamp(N(x, 1), 1, W)) (§9.3, §9.4)."""
     check_lengths(simacc, x, "multinomial", support.gaussian_probabilities(x, MAX_LEN), MULTINOMIAL_DRAWS)

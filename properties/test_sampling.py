@@ -14,7 +14,6 @@ rarer length's share by its whole size), 0.5, and both sides of ``[1, W]``; for 
 the middle of the range (a wrong spread or mean moves the CDF most there) and both sides.
 """
 
-import pytest
 import torch
 
 from simacc import strategies as sx
@@ -90,8 +89,7 @@ def test_same_generator_state_gives_identical_outputs(simacc, case):
     support.check_same_outputs("(second run)", second, first, case)
 
 
-@pytest.mark.parametrize("x", list(MATCH_EXPECTED_DRAWS))
-@claim(*CONTRACTS, levels=("semantic",))
+@claim(*CONTRACTS, levels=("semantic",), params={"x": list(MATCH_EXPECTED_DRAWS)})
 def test_match_expected_has_the_documented_mean_and_support(simacc, x):
     """match-expected draws floor(c) or floor(c) + 1 with mean c = clamp(x, 1, W) (§3.3, §9.2, §9.4)."""
     runs = MATCH_EXPECTED_DRAWS[x]
@@ -101,8 +99,7 @@ def test_match_expected_has_the_documented_mean_and_support(simacc, x):
                                statistics.FALSE_ALARM / len(MATCH_EXPECTED_DRAWS))
 
 
-@pytest.mark.parametrize("x", list(MULTINOMIAL_DRAWS))
-@claim(*CONTRACTS, levels=("semantic",))
+@claim(*CONTRACTS, levels=("semantic",), params={"x": list(MULTINOMIAL_DRAWS)})
 def test_multinomial_matches_the_rounded_clamped_gaussian(simacc, x):
     """multinomial is round(clamp(N(x, 1), 1, W)), the mean not clamped (§3.2, §9.3, §9.4)."""
     runs = MULTINOMIAL_DRAWS[x]

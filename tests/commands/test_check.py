@@ -95,7 +95,7 @@ def test_the_reference_is_conformant_and_exits_0_with_a_progress_line_per_test_o
     assert code == 0
     # properties of the first grad mode only: no session of the second is started
     command = json.loads((workdir / "v.json").read_text())["header"]["pytest_command"]
-    assert "--simacc-run-context=inference" in command and "; " not in command and "run-context=no_grad" not in command
+    assert '"run_context": "inference"' in command and "; " not in command and '"run_context": "no_grad"' not in command
     assert rows(out) == {INDEX: "pass", REAL: "pass"}
     assert "contract:  eagle (inferred from the signature)" in out and summary(out) == "CONFORMANT: 2 pass (exit 0)"
     first, second = err.splitlines()
@@ -111,7 +111,7 @@ def test_a_property_checked_in_every_grad_mode_has_one_progress_line_once_each_m
     assert code == 0, out
     # some properties: the later session starts once the first has said it runs some of them
     first, later = json.loads((workdir / "v.json").read_text())["header"]["pytest_command"].split("; ")
-    assert "--simacc-run-context=inference" in first and "--simacc-run-context=no_grad" in later, later
+    assert '"run_context": "inference"' in first and '"run_context": "no_grad"' in later, later
     lines = sorted(err.splitlines())
     assert [line.split(" ", 1)[0] for line in lines] == ["[1/2]", "[2/2]"], err
     (aliasing,) = [line for line in lines if " result_aliases_no_input: " in line]

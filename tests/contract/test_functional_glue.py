@@ -77,7 +77,7 @@ def test_the_glued_port_passes_every_property_with_fixed_token_id_32(glued):
 
 def test_without_fixed_token_id_32_the_glued_port_fails_fixed_mode(glued):
     results = inprocess.run(glued(sglang_jax), "cpu", [properties.find(FIXED_PROPERTY)], settings=ACCEPTING)
-    assert [(r.id, r.status) for r in results] == [(FIXED_PROPERTY, Status.FAIL)]
+    assert [(r.id, r.status) for r in results] == [(f"{FIXED_PROPERTY}[cpu]", Status.FAIL)]
     assert "should be 100" in results[0].message
 
 

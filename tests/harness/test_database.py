@@ -6,6 +6,7 @@ read-only ``simacc check`` that writes nothing."""
 
 import datetime
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -78,14 +79,24 @@ def test_the_read_only_switch_is_a_flag_and_its_variable_says_yes_or_no(text, va
         opts.resolve({}, environ={"SIMACC_DATABASE_READONLY": "maybe"})
 
 
-def test_the_pytest_options_are_one_token_each(tmp_path):
+def test_a_commands_session_is_handed_its_settings_whole_in_one_token_and_never_resolves_them_again(tmp_path):
     from simacc.harness.sessions import session
 
-    chosen = opts.resolve({"impl": "m:f", "database": "db", "database_readonly": True}, environ={}, root=tmp_path)
-    args = session.arguments(chosen, 0, tmp_path / "events", tmp_path)
-    assert f"--simacc-database={tmp_path / 'db'}" in args and "--simacc-database-readonly" in args
-    unset = session.arguments(opts.resolve({"impl": "m:f"}, environ={}), 0, tmp_path / "events", tmp_path)
-    assert not [a for a in unset if a.startswith("--simacc-database")]
+    chosen = opts.resolve({"impl": "m:f", "database": "db", "database_readonly": True, "profile": "ci"}, environ={},
+                          root=tmp_path)
+    args = session.arguments(chosen, 0, tmp_path / "events", tmp_path, targets=())
+    (handed,) = [a.removeprefix("--simacc-settings=") for a in args if a.startswith("--simacc-settings=")]
+    assert opts.Settings.from_json(json.loads(handed)) == chosen and chosen.seed == opts.CI_SEED
+    # the child reads them as they are: a SIMACC_* it would reject, and its own ini's IMPL, change nothing
+    (tmp_path / "test_x.py").write_text("def test_x(pytestconfig):\n"
+                                        "    import json\n"
+                                        "    from simacc.harness.plugin import fixtures\n"
+                                        "    print('SEEN', json.dumps(fixtures.state(pytestconfig).settings.to_json()))\n")
+    env = {**os.environ, "SIMACC_MAX_EXAMPLES": "not a number", "SIMACC_IMPL": "other:g"}
+    done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_x.py"), "-s", *args],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    seen = next((line for line in done.stdout.splitlines() if line.startswith("SEEN ")), done.stdout + done.stderr)
+    assert opts.Settings.from_json(json.loads(seen.removeprefix("SEEN "))) == chosen
 
 
 # -- what it maps onto -----------------------------------------------------------------------------
@@ -108,10 +119,38 @@ def test_each_location_is_one_of_hypothesis_own_databases(tmp_path):
 def test_ci_with_a_database_runs_a_fixed_seed_since_hypothesis_forbids_derandomize_with_one(tmp_path):
     with_one = profiles.for_session("ci", database=str(tmp_path / "db"))
     assert not with_one.derandomize and with_one.database is not None
-    assert profiles.seed_for("ci", str(tmp_path / "db"), None) == profiles.CI_SEED
-    assert profiles.seed_for("ci", None, None) is None and profiles.for_session("ci").derandomize
-    assert profiles.seed_for("ci", str(tmp_path / "db"), 5) == 5
-    assert profiles.seed_for("default", str(tmp_path / "db"), None) is None
+
+    def seed(environ=None, **given):  # resolved once, into the settings every process reads
+        return opts.resolve(given, environ=environ or {}, root=tmp_path).seed
+
+    assert seed(profile="ci", database="db") == opts.CI_SEED and seed({"SIMACC_DATABASE": "db", "CI": "1"}) == 0
+    assert seed(profile="ci") is None and profiles.for_session("ci").derandomize
+    assert seed(profile="ci", database="db", seed=5) == 5
+    assert seed(profile="default", database="db") is None
+
+
+def test_a_projects_ini_impl_and_the_ci_profile_are_resolved_with_everything_else():
+    """The ini's IMPL sits below the option and SIMACC_IMPL (the plugin applied it after
+    resolving); the profile CI picks is the one simacc mutants takes."""
+    ini = {"impl": "references"}
+    assert opts.resolve({}, environ={}, ini=ini).impl == "references"
+    assert opts.resolve({}, environ={"SIMACC_IMPL": "m:f"}, ini=ini).impl == "m:f"
+    assert opts.resolve({"impl": "a:b"}, environ={"SIMACC_IMPL": "m:f"}, ini=ini).impl == "a:b"
+    assert opts.resolve({}, environ={"CI": "true"}).profile == opts.default_profile({"CI": "true"}) == "ci"
+    assert opts.default_profile({}) == "default"
+
+
+def test_both_headers_say_the_seed_a_derandomized_profile_runs_with_a_database(tmp_path):
+    """(before: simacc check's header said "derandomized" while the properties ran seed 0)"""
+    from simacc.commands.checking import conformance, verdict
+
+    chosen = opts.resolve({"impl": "simacc:generate_simulated_accept_index", "profile": "ci", "database": "db"},
+                          environ={}, root=tmp_path)
+    config = types.SimpleNamespace(stash={fixtures.STATE: fixtures.State(chosen, None)},
+                                   invocation_params=types.SimpleNamespace(dir=tmp_path))
+    assert reports.pytest_report_header(config)[1].endswith("; seed 0")
+    header = conformance.header_of(chosen, {"contract": "eagle", "contract_from": "signature", "level": "exact"})
+    assert dict(verdict.header_rows(header))["profile"].endswith(", seed 0")
 
 
 def test_the_header_names_the_database(tmp_path):

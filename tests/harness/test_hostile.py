@@ -67,7 +67,7 @@ def checked(name, *ids, device="cpu"):
     """``{property: (status, message)}`` of the hostile ``name`` run in this process."""
     loaded = impl.load(spec(name), sx.CONTRACTS)
     results = inprocess.run(loaded, device, [p for p in properties.every_property() if p.id in ids], settings=QUICK)
-    return {r.id: (r.status, r.message) for r in results}
+    return {r.id.split("[")[0]: (r.status, r.message) for r in results}
 
 
 def check_command(capsys, name, *props, timeout="1", workers="0"):

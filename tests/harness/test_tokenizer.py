@@ -60,7 +60,8 @@ def files(tmp_path_factory):
 def judged(path, fixed_token_id=None):
     """The property's result for the eagle reference writing ``fixed_token_id``."""
     reference = impl.reference(sx.EAGLE, fixed_token_id=fixed_token_id)
-    return inprocess.run_one(PROPERTY, PROPERTY.id, {"tokenizer": path}, reference, "cpu", None, None, 30)
+    (test,) = PROPERTY.tests(["cpu"], ["inference"], opts.Settings(tokenizer=path))
+    return inprocess.run_one(PROPERTY, test, reference, inprocess.Options("cpu", timeout=30))
 
 
 def test_on_a_byte_level_bpe_the_default_id_is_a_lone_byte_and_the_failure_names_printable_ids_nearest_first(files):

@@ -132,8 +132,8 @@ def test_a_property_a_mutant_fails_in_the_first_grad_mode_is_not_run_in_the_next
     aliases = chosen({"result_aliases_no_input"})
     once = inprocess.run(loaded, "cpu", aliases, settings=KILLING, one_failure=True)
     both = inprocess.run(loaded, "cpu", aliases, settings=KILLING)
-    assert [(r.id, r.status) for r in once] == [("result_aliases_no_input[inference]", Status.FAIL)]
-    assert [r.id for r in both] == ["result_aliases_no_input[inference]", "result_aliases_no_input[no_grad]"]
+    assert [(r.id, r.status) for r in once] == [("result_aliases_no_input[cpu-inference]", Status.FAIL)]
+    assert [r.id for r in both] == ["result_aliases_no_input[cpu-inference]", "result_aliases_no_input[cpu-no_grad]"]
 
 
 def test_an_unknown_entry_is_a_usage_error(capsys):

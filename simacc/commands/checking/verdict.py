@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from simacc.commands import terminal
 from simacc.commands.exits import Exit
 from simacc.harness.config import contracts, grad_modes
+from simacc.harness.config import settings as opts
 from simacc.harness.config.status import CHECKED, FAILED, INCOMPLETE, Status, failures_first
 from simacc.harness.judging.distributions import Distribution
 
@@ -366,7 +367,6 @@ def junit(verdict):
 
 def header_rows(header):
     """``[(name, value)]``: the header as its lines say it (the terminal and the HTML report)."""
-    seed = header["seed"] if header["seed"] is not None else ("derandomized" if header["profile"] == "ci" else "random")
     cuda = "available" if header["cuda_available"] else "not available"
     examples = header["max_examples"] or "the profile's"
     rows = [
@@ -379,7 +379,8 @@ def header_rows(header):
                                                      header.get("refused_drafts"))),
         ("devices", f"{', '.join(header['devices'])} (CUDA {cuda})"),
         ("grad mode", grad_modes.describe(header["contexts"], header.get("run_context"))),
-        ("profile", f"simacc-{header['profile']}, {examples} examples per property, seed {seed}"),
+        ("profile", f"simacc-{header['profile']}, {examples} examples per property, "
+                    f"seed {opts.seed_text(header['seed'], header['profile'])}"),
         ("limits", f"{header['timeout_s']:g} s per call" + (f"; xfails {header['xfails']}" if header["xfails"] else "")),
         ("versions", f"simacc {header['simacc']}, torch {header['torch']}, hypothesis {header['hypothesis']}, "
                      f"python {header['python']}"),

@@ -18,7 +18,6 @@ examples-to-failure counts are honest.
 """
 
 import multiprocessing
-import os
 import statistics
 import sys
 import time
@@ -154,11 +153,12 @@ def run_zoo(entries, *, seeds=1, max_examples=None, workers=DEFAULT_WORKERS, dev
 
     from simacc import properties
     from simacc.harness.call import impl
+    from simacc.harness.config import settings as opts
 
-    profile = profile or ("ci" if os.environ.get("CI") else "default")
-    if seeds > 1 and profile == "ci":
+    profile = profile or opts.default_profile()
+    if seeds > 1 and profile in opts.DERANDOMIZED:
         profile = "default"
-    seed_list = [None] if profile == "ci" else list(range(1, seeds + 1))
+    seed_list = [None] if profile in opts.DERANDOMIZED else list(range(1, seeds + 1))
     jobs = [(e, d, s) for e in entries for d in _devices(e, device) for s in seed_list]
     done = {}
     start = time.perf_counter()

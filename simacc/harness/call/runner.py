@@ -51,6 +51,7 @@ from simacc.harness.call.impl import in_environment, server_environment
 from simacc.harness.call.tamper import HarnessModified  # noqa: F401 - raised from attempt(), named here with its kin
 from simacc.harness.config import devices, grad_modes
 from simacc.harness.config.settings import DEFAULT_TIMEOUT
+from simacc.harness.config.status import Status
 from simacc.harness.model import cases, explain
 from simacc.harness.processes import watch
 from simacc.harness.processes.interrupts import Recorder
@@ -403,6 +404,16 @@ class Runner:
             self._capture.stop()
             self._changed = tuple(f"{change} (between two calls)" for change in between) + process_state.restore(before)
             tamper.check(full=False)
+
+
+def status_of(error):
+    """The :class:`~simacc.harness.config.status.Status` of a property that raised ``error``
+    (both engines judge with it): a skip, a hang, or a failure."""
+    import pytest
+
+    if isinstance(error, pytest.skip.Exception):
+        return Status.SKIPPED
+    return Status.HUNG if isinstance(error, ImplementationHung) else Status.FAIL
 
 
 def check_the_end(impl, start):

@@ -23,8 +23,10 @@ Each location maps onto one of Hypothesis's own databases, nothing home-made. Hy
 forbids a database with ``derandomize`` and keeps none for a seeded test (``@seed``, as
 ``--seed`` runs): such a property replays the database's examples first, in a run of their
 own (:data:`REPLAY`, :meth:`simacc.harness.judging.catalogue.Property.run`), then generates its
-examples without it. ``ci`` with a database generates with a fixed seed (:func:`seed_for`)
-in place of derandomize: the same examples every run, after the database's.
+examples without it. ``ci`` with a database generates with a fixed seed in place of
+derandomize (:data:`~simacc.harness.config.settings.CI_SEED`, which
+:func:`~simacc.harness.config.settings.resolve` gives its settings): the same examples every
+run, after the database's.
 """
 
 import contextlib
@@ -49,7 +51,6 @@ DATABASE = ".hypothesis/examples"  # under the folder the session started in, li
 ARTIFACTS = ".hypothesis/github-artifacts"  # where GitHub artifacts are cached, one folder per artifact
 GITHUB_TIMEOUT_S = 30
 REPLAY = (Phase.reuse, Phase.shrink)  # the database's examples alone, shrunk when one fails
-CI_SEED = 0  # the ci profile's seed where a database rules out derandomize
 _COMMON = dict(
     deadline=None,
     print_blob=True,
@@ -62,7 +63,7 @@ for _name, _examples in EXAMPLES.items():
         f"simacc-{_name}",
         parent=settings.get_profile("default"),
         max_examples=_examples,
-        derandomize=_name == "ci",
+        derandomize=_name in opts.DERANDOMIZED,
         database=None,
         **({"phases": REPLAY} if _name == "replay" else {}),
         **_COMMON,
@@ -87,18 +88,10 @@ def for_session(name, max_examples=None, root=".", database=None, readonly=False
     if found is not None:
         overrides["database"] = ReadOnlyDatabase(found) if readonly else found
         if chosen.derandomize:
-            overrides["derandomize"] = False  # with seed_for's fixed seed
+            overrides["derandomize"] = False  # with the fixed seed its settings have (settings.resolve)
     if max_examples:
         overrides["max_examples"] = max_examples
     return settings(chosen, **overrides) if overrides else chosen
-
-
-def seed_for(name, database, seed):
-    """The seed a session's properties run with: ``seed`` when given; for ``ci`` with a
-    ``database``, :data:`CI_SEED` in place of derandomize; else None (random)."""
-    if seed is None and database and settings.get_profile(f"simacc-{name}").derandomize:
-        return CI_SEED
-    return seed
 
 
 def open_database(locations, root="."):

@@ -2,11 +2,13 @@
 
 Each setting is an :class:`Option`: its ``SIMACC_*`` variable, its spelling under pytest
 (``--simacc-<name>``) and on simacc's own commands (``--<name>``), how its text is parsed
-and its default. :func:`resolve` applies "option, then variable, then default" exactly once,
-on the process that starts a session (the pytest controller, or a command); pytest-xdist
-workers receive the result (:meth:`Settings.to_json`), the way pytest-randomly hands its
-seed to them, and never resolve anything again. Paths are made absolute at resolution, so
-an implementation that changes the working directory moves nothing.
+and its default. :func:`resolve` applies "option, then variable, then default", and works out
+what follows from them (the profile CI picks, a derandomized profile's seed), exactly once,
+on the process that starts a session (a command, or else the pytest controller); the
+session's pytest process and its xdist workers receive the result (:meth:`Settings.to_json`),
+the way pytest-randomly hands its seed to them, and never resolve anything again. Paths are
+made absolute at resolution, so an implementation that changes the working directory moves
+nothing.
 
 Every parse error is a :class:`SettingsError`: one line naming the option or variable.
 """
@@ -23,6 +25,8 @@ from pathlib import Path
 from simacc.harness.config import contracts, devices, grad_modes
 
 PROFILES = ("default", "ci", "thorough", "replay")  # simacc's own Hypothesis profiles: simacc-default, ...
+DERANDOMIZED = ("ci",)  # the profiles that run the same examples every time (Hypothesis's derandomize)
+CI_SEED = 0  # their seed where an example database rules derandomize out (Hypothesis forbids the two together)
 DEFAULT_TIMEOUT = 30.0
 REPRO_DIR = ".simacc/failures"
 CORPUS_DIR = "simacc-regressions"  # a project's own regression cases, in its rootdir
@@ -236,7 +240,7 @@ class Settings:
     run_context: str | None = None  # None: the first of ``contexts``
     profile: str = "default"
     max_examples: int | None = None
-    seed: int | None = None
+    seed: int | None = None  # the seed the properties run with (None: the profile's, random or derandomized)
     timeout: float = DEFAULT_TIMEOUT
     fixed_token_id: int | None = None  # None: nothing set it, so 100
     refused_drafts: str = contracts.REFUSED_DRAFTS[0]
@@ -285,11 +289,13 @@ class Settings:
                       for k, v in data.items()})
 
 
-def resolve(given, environ=None, root=None, home=None):
+def resolve(given, environ=None, root=None, home=None, ini=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
-    as the options hold them), then ``SIMACC_*`` in ``environ``, then the defaults. Relative
-    paths are taken from ``root`` (default: the working directory); the project's corpus is
-    by default in ``home`` (pytest's rootdir; default ``root``)."""
+    as the options hold them), then ``SIMACC_*`` in ``environ``, then ``ini`` (a project's
+    own, from its pytest configuration: ``simacc_impl``), then the defaults, and what
+    follows from them: the seed of a derandomized profile given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
+    working directory); the project's corpus is by default in ``home`` (pytest's rootdir;
+    default ``root``)."""
     environ = os.environ if environ is None else environ
     root = Path(root or os.getcwd())
     values = {}
@@ -301,9 +307,11 @@ def resolve(given, environ=None, root=None, home=None):
                     value = option.parse(environ[variable])
                 except ValueError as e:
                     raise SettingsError(f"{variable}: {e}") from None
+        if value is None:
+            value = (ini or {}).get(option.name)
         if value is not None:
             values[option.name] = tuple(value) if option.repeat else value
-    values.setdefault("profile", "ci" if environ.get("CI") else "default")
+    values.setdefault("profile", default_profile(environ))
     for name in ("tokenizer", "xfails", "repro_dir", "corpus"):
         if name in values:
             values[name] = root / values[name]
@@ -311,6 +319,8 @@ def resolve(given, environ=None, root=None, home=None):
     values.setdefault("corpus", Path(home or root) / CORPUS_DIR)
     if "database" in values:
         values["database"] = ",".join(database_locations(values["database"], root))
+    if "seed" not in values and "database" in values and values["profile"] in DERANDOMIZED:
+        values["seed"] = CI_SEED  # the same examples every run, after the database's (profiles.for_session)
     settings = Settings(**values)
     if settings.run_context is not None and settings.run_context not in settings.contexts:
         raise SettingsError(f"{OPTIONS['run_context'].flag()} {settings.run_context}: not one of the grad modes "
@@ -325,6 +335,16 @@ def resolve(given, environ=None, root=None, home=None):
         except tokenizer.TokenizerError as e:
             raise SettingsError(str(e)) from None
     return settings
+
+
+def default_profile(environ=None):
+    """The profile where none is chosen: ``ci`` under CI (``CI`` set), else ``default``."""
+    return "ci" if (os.environ if environ is None else environ).get("CI") else "default"
+
+
+def seed_text(seed, profile):
+    """How a header says the seed a session's properties run with."""
+    return str(seed) if seed is not None else "derandomized" if profile in DERANDOMIZED else "random"
 
 
 def origin(name, given, environ=None):

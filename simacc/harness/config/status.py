@@ -1,7 +1,9 @@
 """The outcome of one property on one device, as every part of simacc names it: the pytest
 plugin carries it in each report's structured data, the in-process runs return it, and the
-verdict counts it. Never recovered from message text."""
+verdict counts it. Never recovered from message text. One :class:`Result` is what both
+engines say of a test: the in-process runs return it, the plugin's event stream carries it."""
 
+import dataclasses
 import enum
 
 
@@ -45,3 +47,24 @@ def worst(statuses):
 def failures_first(status):
     """A sort key for rows: the failures first, the most serious first, then the rest in the order they came."""
     return -status.severity if status in FAILED else 0
+
+
+@dataclasses.dataclass
+class Result:
+    """One test of a property (one parametrization on one device, in one grad mode), named as
+    pytest names it (``id[parameters-device-mode]``, without ``test_``): its status, the
+    examples Hypothesis ran up to the outcome (None when not a Hypothesis test), its seconds,
+    and for a failure the message and the summary of the (shrunk) case it failed on, with
+    the case's size as it says it (``"bs=1 W=2"``, or ``"B="`` for a DFLASH block)."""
+
+    id: str
+    device: str
+    status: Status
+    examples: int | None
+    seconds: float
+    message: str = ""
+    case: str | None = None
+    size: str = ""
+
+    def to_json(self):
+        return {**dataclasses.asdict(self), "status": self.status.value}

@@ -301,24 +301,63 @@ class Property:
         return contract.accepts(case)
 
     def parametrizations(self, settings=None):
-        """``[(suffix, kwargs)]``: one per ``pytest.mark.parametrize`` case or ``params``
-        value (the suffix is pytest's id), or ``[("", {})]`` for a property with neither."""
+        """``[(suffix, kwargs)]``: one per combination of its ``params`` values (the suffix is
+        how pytest names it), or ``[("", {})]`` for a property without."""
         import pytest
 
-        marks = [(m.args[0], m.args[1]) for m in reversed(getattr(self.test, "pytestmark", [])) if m.name == "parametrize"]
-        if self.params is not None:
-            marks += list(self.params(settings).items())
+        given = self.params(settings) if callable(self.params) else self.params or {}
         found = [("", {})]
-        for argnames, values in marks:
-            names = [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+        for name, values in given.items():
             cases = []
             for value in values:
                 param = value if isinstance(value, type(pytest.param(None))) else pytest.param(value)
-                shown = param.values if len(names) > 1 else param.values[:1]
-                pid = param.id if param.id is not None else "-".join(str(v) for v in shown)
-                cases.append((pid, dict(zip(names, shown))))
+                cases.append((param.id if param.id is not None else str(param.values[0]), {name: param.values[0]}))
             found = [(f"{a}-{b}".strip("-"), {**ka, **kb}) for a, ka in found for b, kb in cases]
         return found
+
+    def tests(self, selected, contexts, settings=None, cpu=None):
+        """Every :class:`Test` the property runs as on the devices ``selected`` in the grad
+        modes ``contexts`` (in order), its parameters those of the session's ``settings`` (None
+        outside one): what both engines run, the pytest plugin and
+        :mod:`simacc.harness.sessions.inprocess`. A property across devices runs on each CUDA
+        device, compared with the CPU where ``cpu`` says it may be (default: where a CPU is
+        selected), and on none has one CPU test, which does not apply."""
+        cuda = [d for d in selected if devices.is_cuda(d)]
+        cpu = len(cuda) < len(selected) if cpu is None else cpu
+        if not self.across_devices:
+            on = [(d, self.unavailable(d)) for d in selected]
+        elif not cuda:
+            on = [(selected[0], None)]
+        elif not cpu:
+            on = [(d, NO_CPU) for d in cuda]
+        else:
+            on = [(d, self.unavailable(d)) for d in cuda]
+        named = self.across_contexts  # a mode in the name only where it varies
+        return [Test(self.id, "-".join(p for p in (suffix, device, mode if named else "") if p), params, device, mode,
+                     skip)
+                for suffix, params in self.parametrizations(settings) for device, skip in on
+                for mode in self.contexts(contexts)]
+
+
+NO_CPU = "it compares this CUDA device with the CPU, and the devices selected (--device) include no CPU"
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test of a property: one parametrization's arguments (``params``) on one
+    ``device`` in one grad mode (``context``), named ``id[suffix]`` as pytest names it;
+    ``skip`` says why it cannot run on that device here (None when it can)."""
+
+    id: str
+    suffix: str
+    params: dict
+    device: str
+    context: str
+    skip: str | None = None
+
+    @property
+    def name(self):
+        return f"{self.id}[{self.suffix}]"
 
 
 class _Keyed:
@@ -393,10 +432,11 @@ def claim(*applies_to, levels=contracts.LEVELS, across_devices=False, needs=None
     (:class:`~simacc.harness.config.contracts.Contract` records).
 
     ``given`` names the strategies of its drawn arguments (see :class:`Property`); the
-    function takes ``simacc`` and those, plus any ``pytest.mark.parametrize`` arguments
-    (marks go above this decorator) or those of ``params``, a function of the session's
-    :class:`~simacc.harness.config.settings.Settings` (None outside a session) returning
-    ``{name: [values]}``: a parametrization that depends on the session. ``across_contexts``,
+    function takes ``simacc`` and those, plus the arguments of ``params``: ``{name: [values]}``
+    (a value may be a ``pytest.param`` with its id), or a function of the session's
+    :class:`~simacc.harness.config.settings.Settings` (None outside a session) returning one,
+    for a parametrization that depends on the session (never ``pytest.mark.parametrize``:
+    both engines take the parameters from the record, :meth:`Property.tests`). ``across_contexts``,
     ``machine``, ``applies_when``, ``first`` and ``recorded_as`` are :class:`Property`'s.
     pytest collects a function of ``simacc`` and the parameters, which runs the property
     through its record (``test.simacc_property``).

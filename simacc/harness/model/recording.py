@@ -39,6 +39,7 @@ def record(report, excinfo, runner, prop_id, module, repro_dir, invocation_dir):
     where = shown(path, invocation_dir)
     report.user_properties.append(("simacc_repro", str(path)))
     report.user_properties.append(("simacc_case", case.summary()))
+    report.user_properties.append(("simacc_size", case.size_text()))
     fixed = impl.fixed_token_id if impl.fixed_token_id != caller.DEFAULT_TOKEN_ID else None
     section(report, f"case: {case.summary()}\nrepro file: {where}\n"
                     f"replay it: {replay_command(impl.spec, repro=where, fixed_token_id=fixed)}")

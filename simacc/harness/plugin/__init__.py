@@ -8,8 +8,9 @@ It is inert in a session that collects none of simacc's properties: its options 
 simacc's properties only, :mod:`simacc.harness.config.profiles`), and it touches no test but its own.
 Importing it, or any of its parts, imports no torch. Where simacc's properties are collected:
 
-* the settings (:mod:`simacc.harness.config.settings`) are resolved once, on the controller, and
-  handed to xdist workers; the implementation is loaded where the properties run (the
+* the settings (:mod:`simacc.harness.config.settings`) are resolved once, by the simacc command
+  that started the session (``--simacc-settings``) or else on the controller, and handed to
+  xdist workers; the implementation is loaded where the properties run (the
   workers, or the one process with ``-n 0``), never on an xdist controller
   (:mod:`~simacc.harness.plugin.fixtures`);
 * no implementation selected is an error (before anything is imported where the arguments

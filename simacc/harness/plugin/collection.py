@@ -68,35 +68,22 @@ def is_ours(nodeid, config):
 
 @pytest.hookimpl(trylast=True)  # the device last in a test's id: name[0.4-cpu]
 def pytest_generate_tests(metafunc):
-    from simacc.harness.config import devices
+    """Each property's tests as :meth:`Property.tests` lists them (the in-process runs take the
+    same), its device and grad mode through the fixtures."""
     from simacc.harness.judging.catalogue import property_of
 
     prop = property_of(metafunc.function)
     if prop is None:
         return
     chosen = state(metafunc.config).settings
-    if prop.params is not None:
-        for name, values in prop.params(chosen).items():
-            metafunc.parametrize(name, values)
-    selected = chosen.devices
-    cuda = [d for d in selected if devices.is_cuda(d)]
-    if not prop.across_devices:
-        params = [_device(d, prop.unavailable(d)) for d in selected]
-    elif not cuda:  # one CPU parameter, which Property.not_applicable then deselects
-        params = [_device(selected[0], None)]
-    elif len(cuda) == len(selected):
-        params = [_device(d, "it compares this CUDA device with the CPU, and the devices selected (--device) "
-                          "include no CPU") for d in cuda]
-    else:
-        params = [_device(d, prop.unavailable(d)) for d in cuda]
-    metafunc.parametrize("simacc", params, indirect=True)
-    if prop.across_contexts:
-        metafunc.parametrize("simacc_context", prop.contexts(chosen.contexts), indirect=True)
-
-
-def _device(spelling, skip_reason):
-    marks = (pytest.mark.skip(reason=skip_reason),) if skip_reason else ()
-    return pytest.param(spelling, id=spelling, marks=marks)
+    tests = prop.tests(chosen.devices, chosen.contexts, chosen)
+    names = list(tests[0].params) if tests else []  # none: pytest's "empty parameter set" skip
+    fixtures = ["simacc", "simacc_context"] if prop.across_contexts else ["simacc"]
+    metafunc.parametrize(
+        [*names, *fixtures],
+        [pytest.param(*t.params.values(), t.device, *([t.context] if prop.across_contexts else []), id=t.suffix,
+                      marks=(pytest.mark.skip(reason=t.skip),) if t.skip else ()) for t in tests],
+        indirect=fixtures)
 
 
 def property_id(item):
@@ -184,7 +171,7 @@ def _give_hypothesis_tests(st, items):
         prop = item_property(item)
         if prop.is_hypothesis_test:
             item.obj = prop.hypothesis_test(implementation_of(item), item.callspec.params["simacc"], item_params(item),
-                                            st.hypothesis, st.seed)
+                                            st.hypothesis, st.settings.seed)
             if item.get_closest_marker("hypothesis") is None:  # Hypothesis's plugin may have looked before
                 item.add_marker("hypothesis")
     detection = sys.modules.get("hypofuzz.detection")  # imported by HypoFuzz's command, never here

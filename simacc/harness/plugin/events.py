@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from simacc.harness.config.status import Status
+from simacc.harness.config.status import Result, Status
 from simacc.harness.plugin.collection import is_ours
 from simacc.harness.plugin.fixtures import STATE, state
 from simacc.harness.processes import stream, watch
@@ -173,8 +173,10 @@ def pytest_unconfigure(config):
 
 
 def _result(nodeid, phases, unfinished=Status.NOT_RUN):
-    """One test's result from its phase reports, as the stream carries it; ``unfinished`` is
-    the status of a test that started and never reached its teardown."""
+    """One test's result from its phase reports, as the stream carries it: the
+    :class:`~simacc.harness.config.status.Result` the in-process runs return too, with the
+    session's own (its node id, repro file, failing distribution); ``unfinished`` is the
+    status of a test that started and never reached its teardown."""
     props = {}
     for r in phases:
         props.update(dict(r.user_properties))
@@ -194,8 +196,9 @@ def _result(nodeid, phases, unfinished=Status.NOT_RUN):
             message = f"error in {failed.when}: {message}"
     elif skipped is not None:
         message = skipped.longrepr[2].removeprefix("Skipped: ")
-    return dict(nodeid=nodeid, property=props.get("simacc_property"), device=props.get("simacc_device"),
-                sections=props.get("simacc_sections"), status=status, message=message,
-                examples=props.get("simacc_examples"),
-                seconds=sum(getattr(r, "duration", 0.0) for r in phases), repro=props.get("simacc_repro"),
-                case=props.get("simacc_case"), distribution=props.get("simacc_distribution"), unfinished=cut_short)
+    result = Result(nodeid.rpartition("::")[2].removeprefix("test_"), props.get("simacc_device"), Status(status),
+                    props.get("simacc_examples"), sum(getattr(r, "duration", 0.0) for r in phases), message,
+                    props.get("simacc_case"), props.get("simacc_size", ""))
+    return dict(nodeid=nodeid, property=props.get("simacc_property"), **result.to_json(),
+                sections=props.get("simacc_sections"), repro=props.get("simacc_repro"),
+                distribution=props.get("simacc_distribution"), unfinished=cut_short)

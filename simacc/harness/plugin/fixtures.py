@@ -1,12 +1,14 @@
 """The plugin's options, what it knows of a session, and the fixtures that hand a property the
 implementation under test: one place for what a test of simacc's is given.
 
-The settings are resolved once, on the controller, and handed to xdist workers; the
+The settings are resolved once, by the command that starts the session (handed over whole,
+``--simacc-settings``) or else on the controller, and handed to xdist workers; the
 implementation is loaded (:func:`load`) where the properties run, the first time a test or
 the collection asks, never on an xdist controller.
 """
 
 import dataclasses
+import json
 
 import pytest
 
@@ -26,7 +28,6 @@ class State:
     stream: str | None
     impl: object = None  # the Implementation under test, once loaded (None: the references)
     impl_error: str | None = None  # why it cannot be checked (it would not load, no database), one line
-    seed: int | None = None  # the seed its properties run with (profiles.seed_for)
     hypothesis: object = None  # the Hypothesis settings simacc's properties run under
     xfails: dict = dataclasses.field(default_factory=dict)
     deselected: dict = dataclasses.field(default_factory=dict)  # {nodeid: reason} not applicable
@@ -49,20 +50,23 @@ def pytest_addoption(parser):
     opts.add_arguments(group, opts.OPTIONS, pytest=True)
     group.addoption("--simacc-stream", dest="simacc_stream", default=None, metavar="PATH",
                     help="(for simacc's own commands) append the session's events to PATH")
+    group.addoption("--simacc-settings", dest="simacc_settings", default=None, metavar="JSON",
+                    help="(for simacc's own commands) the session's settings as the command resolved them, read as "
+                         "they are (the --simacc-* options and SIMACC_* are not read again)")
     parser.addini("simacc_impl", "the implementation simacc's properties check when neither --simacc-impl nor "
                   "SIMACC_IMPL names one ('references': each property's own contract's reference)")
 
 
 def pytest_configure(config):
-    if hasattr(config, "workerinput") and "simacc_settings" in config.workerinput:
-        chosen = opts.Settings.from_json(config.workerinput["simacc_settings"])
+    handed = getattr(config, "workerinput", {}).get("simacc_settings") or config.getoption("simacc_settings")
+    if handed:  # resolved by the command that started the session, or by the controller of this worker
+        chosen = opts.Settings.from_json(json.loads(handed))
     else:
         try:
-            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath)
+            chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath,
+                                  ini={"impl": config.getini("simacc_impl") or None})
         except opts.SettingsError as e:
             raise pytest.UsageError(str(e)) from None
-        if chosen.impl is None and config.getini("simacc_impl"):
-            chosen = dataclasses.replace(chosen, impl=config.getini("simacc_impl"))
     given = getattr(config, "workerinput", {}).get("simacc_prefix")
     path = config.getoption("simacc_stream")
     config.stash[STATE] = State(chosen, path, prefix=given or path or watch.plain_prefix())
@@ -71,7 +75,7 @@ def pytest_configure(config):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """(xdist controller) Hand the resolved settings and the session's files to a worker."""
-    node.workerinput["simacc_settings"] = state(node.config).settings.to_json()
+    node.workerinput["simacc_settings"] = json.dumps(state(node.config).settings.to_json())
     node.workerinput["simacc_prefix"] = state(node.config).prefix
 
 
@@ -100,7 +104,6 @@ def load(config):
     chosen = st.settings
     from simacc.harness.config import profiles
 
-    st.seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
     try:
         st.hypothesis = profiles.for_session(chosen.profile, chosen.max_examples, config.invocation_params.dir,
                                              chosen.database, chosen.database_readonly)
@@ -173,8 +176,8 @@ def simacc(request, simacc_context):
         from simacc.harness.call import process_state
 
         st.started = process_state.started()
-    with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis, st.seed,
-                capture=capture, context=simacc_context) as runner:
+    with Runner(implementation_of(request.node), request.param, st.settings.timeout, st.hypothesis,
+                st.settings.seed, capture=capture, context=simacc_context) as runner:
         yield runner
     # HypoFuzz sets an item up again after tearing it down, and pytest then fills only the
     # fixtures its funcargs lack: a runner left there is a closed one (HypoFuzz 25.11.1 stops)

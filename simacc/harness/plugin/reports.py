@@ -59,15 +59,13 @@ def _status(item, call):
     if call.excinfo.errisinstance(NotRun):
         item.stash[_NOT_RUN] = str(call.excinfo.value)
         return Status.NOT_RUN
-    if call.excinfo.errisinstance(pytest.skip.Exception):
+    if call.excinfo.errisinstance(pytest.skip.Exception):  # a mark's skip: told apart before torch is imported
         return Status.SKIPPED
-    if call.excinfo.errisinstance(pytest.xfail.Exception):
+    if call.excinfo.errisinstance(pytest.xfail.Exception) or (listed and call.when == "call"):
         return Status.XFAIL
-    if listed and call.when == "call":
-        return Status.XFAIL
-    from simacc.harness.call.runner import ImplementationHung
+    from simacc.harness.call.runner import status_of
 
-    return Status.HUNG if call.excinfo.errisinstance(ImplementationHung) else Status.FAIL
+    return status_of(call.excinfo.value)  # as the in-process runs judge it
 
 
 _NOT_RUN = pytest.StashKey[str]()
@@ -102,12 +100,11 @@ def pytest_report_header(config):
         under_test = f"{chosen.impl} ({where}{f', version {version}' if version else ''})"
     from simacc.harness.config import profiles
 
-    seed = profiles.seed_for(chosen.profile, chosen.database, chosen.seed)
-    seed = seed if seed is not None else ("fixed (derandomized)" if chosen.profile == "ci" else "random")
     lines = [
         f"simacc: implementation {under_test}",
         f"simacc: level {chosen.level}; devices {', '.join(chosen.devices)}; profile simacc-{chosen.profile}"
-        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "") + f"; seed {seed}",
+        + (f", max_examples {chosen.max_examples}" if chosen.max_examples else "")
+        + f"; seed {opts.seed_text(chosen.seed, chosen.profile)}",
         "simacc: example database " + profiles.describe(chosen.profile, chosen.database, chosen.database_readonly,
                                                         config.invocation_params.dir),
         f"simacc: grad modes {grad_modes.describe(chosen.contexts, chosen.process_context)}"

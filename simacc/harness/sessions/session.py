@@ -10,7 +10,8 @@ child that ends without its ``finished`` event ended early, which is never a suc
 
 The child runs with a configuration of its own (a minimal ini, no conftest of the folder it
 runs in, no plugins but pytest-xdist, Hypothesis's and simacc's), so the project around it
-cannot change the check; every setting is passed explicitly, its paths absolute.
+cannot change the check; the settings are passed whole, as the command resolved them (paths
+absolute), and never resolved again.
 
 A :class:`Supervisor` holds what makes a child safe to wait for, whoever starts it (the
 check's session here, ``repro`` and ``mutants`` through
@@ -27,6 +28,7 @@ check's session here, ``repro`` and ``mutants`` through
 """
 
 import collections
+import json
 import os
 import shlex
 import signal
@@ -37,7 +39,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from simacc.harness.config import settings as opts
 from simacc.harness.config.status import FAILED, Status
 from simacc.harness.processes import forkserver, interrupts, stream, watch
 
@@ -210,17 +211,10 @@ def arguments(chosen, workers, stream_path, scratch, extra=(), targets=("--pyarg
     args = [*targets, "-c", str(ini), "--rootdir", os.getcwd(),
             "--confcutdir", str(properties_dir()), "--disable-plugin-autoload", "-p", "xdist", "-p", "hypothesispytest",
             "-p", "simacc.harness.plugin", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
-            "--assert=plain", "-q", "--no-header", "-rN", *_workers(workers), f"--simacc-stream={stream_path}"]
-    for name, option in opts.OPTIONS.items():
-        value = getattr(chosen, name)
-        if value is None or value == ():
-            continue
-        if option.switch:
-            args += [option.flag(pytest=True)] if value else []
-            continue
-        # --flag=value: a plugin's option is not known when pytest first looks for its ini
-        # file, and a value on its own would be taken for a test path
-        args += [f"{option.flag(pytest=True)}={one}" for one in (value if option.repeat else [value])]
+            "--assert=plain", "-q", "--no-header", "-rN", *_workers(workers), f"--simacc-stream={stream_path}",
+            # the settings whole, as resolved here: never resolved again (--flag=value: a plugin's option is
+            # not known when pytest first looks for its ini file, and a value on its own would be a test path)
+            f"--simacc-settings={json.dumps(chosen.to_json())}"]
     return [*args, *extra]
 
 
