@@ -36,3 +36,17 @@ def test_every_section_the_code_cites_is_a_heading_of_the_contract():
                for d in ("simacc", "properties", "strategies") for p in (ROOT / d).rglob("*.py")}
     missing = missing_sections(sources, headings)
     assert not missing, f"cited sections missing from CONTRACT.md: {missing}"
+
+
+def contract_rows(text):
+    """``{name: row}`` of the contracts table of docs/contracts.md."""
+    return {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", text, re.MULTILINE)}
+
+
+def test_every_contract_record_has_its_row_in_docs_contracts_naming_its_reference():
+    from simacc import strategies as sx
+
+    rows = contract_rows((ROOT / "docs" / "contracts.md").read_text(encoding="utf-8"))
+    assert sorted(rows) == sorted(c.name for c in sx.CONTRACTS)
+    wrong = [c.name for c in sx.CONTRACTS if f"`{c.spec}`" not in rows[c.name]]
+    assert not wrong, f"rows not naming their record's reference: {wrong}"
