@@ -22,9 +22,10 @@ becomes ``python`` itself. A session server imports ``numpy.random`` too, which 
 its first use (28 ms in each process, and Hypothesis uses it in every one); each forked process
 reseeds its global generator where the server has one, and Python's ``random`` reseeds itself
 at a fork. The server runs no thread and never touches CUDA, so a fork
-is safe. A rank server, started with another hash seed and importing torch and simacc's runner,
-forks the ranks that must be new interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's,
-and where rank 0 cannot be a copy, rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
+is safe. A rank server, started with another hash seed and importing torch, simacc's runner and
+the strategies (the case types and records each rank is sent), forks the ranks that must be new
+interpreters (:mod:`simacc.harness.sessions.ranks`): rank 1's, and where rank 0 cannot be a copy,
+rank 0's, with a hash seed of its own (:func:`rank_hash_seed`).
 
 The server reaps every child it forks and tells its client how it ended; it kills what is
 left, removes its socket and ends when its own parent closes its standard input (the parent
@@ -57,7 +58,10 @@ from simacc.harness.processes.forkclient import frame, request
 SESSION_PACKAGES = ("torch", "numpy.random", "pytest", "_pytest.*", "xdist.*", "execnet", "hypothesis",
                     "hypothesis.extra.pytestplugin", "hypothesis.strategies", "hypothesis.stateful",
                     "simacc.harness.plugin.*", "simacc.properties.test_*")
-RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner")  # no implementation
+# what every rank imports, never an implementation: simacc's runner, and the strategies, where the case types and
+# records a rank is sent live (unpickling them imports the package, Hypothesis and simacc's references, which keep
+# no state: 0.15 s of CPU in each rank, paid once here instead)
+RANK_PACKAGES = ("torch", "numpy", "simacc.harness.sessions.ranks", "simacc.harness.call.runner", "simacc.strategies")
 # a session server a process may share (the one that forked it, or one its parent offers): its
 # address, and the interpreter it runs (a process of another interpreter never shares it)
 ADDRESS, PYTHON, SESSION = "SIMACC_FORK_SERVER", "SIMACC_FORK_SERVER_PYTHON", "SIMACC_FORK_SERVER_SESSION"
