@@ -287,8 +287,10 @@ def _contents(client):
     return {key: sorted(client.smembers(key)) for key in client.keys("*")}
 
 
-def test_two_fuzzing_processes_share_their_finds_and_a_read_only_check_replays_them_first(redis_url, tmp_path):
+def test_two_fuzzing_processes_share_their_finds_and_a_read_only_check_replays_them_first(redis_url, tmp_path,
+                                                                                           monkeypatch):
     url, client = redis_url
+    monkeypatch.setenv("CI", "true")  # as a CI job runs it: fuzz keeps the thorough profile, random seeds, its finds
     common = ("--property", KILLER, "--device", "cpu", "--database", url)
     # one worker: it shrinks its find to the end before -x stops the session (a second worker, stopped in the
     # middle of its own shrink, would leave a larger failing example beside it, which a replay may meet first)
