@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from simacc.harness.processes import forkserver
+
 REPO = Path(__file__).resolve().parents[2]
 EAGLE_ARGS = ("accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, "
               "simulate_acc_len, simulate_acc_method='match-expected', simulate_acc_token_mode='fixed'")
@@ -204,8 +206,9 @@ def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_
 
     (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    promote = subprocess.run([sys.executable, "-m", "simacc", "repro", str(found), "--impl",
-                              "my_pkg.kernels:counts_the_bonus", "--promote"], cwd=project, env=env,
+    # a new interpreter's copy, forked from the suite's session server (tests/conftest.py): no import of torch
+    promote = subprocess.run(forkserver.command(["-m", "simacc", "repro", str(found), "--impl",
+                                                 "my_pkg.kernels:counts_the_bonus", "--promote"]), cwd=project, env=env,
                              capture_output=True, text=True, timeout=300)
     assert promote.returncode == 1, promote.stdout + promote.stderr  # it still fails against counts_the_bonus
     (promoted,) = (project / "simacc-regressions").glob("*.json")
