@@ -229,16 +229,16 @@ def test_an_implementation_that_ends_its_process_in_a_call_is_not_conformant(wor
 
 @pytest.mark.parametrize("stop", ["ctrl_c", "sigterm"])
 def test_ctrl_c_or_sigterm_stops_the_check_with_exit_130_the_verdict_so_far_and_nothing_left(workdir, ctrl_c, stop):
-    """A real Ctrl-C reaches the command and its session (one process group, as on a
-    terminal); a SIGTERM (a CI's time limit, ``kill``) may reach the command alone, which
-    passes it on. Either way the check's folders go with it (it would leave them, dying of
-    the signal)."""
+    """A real Ctrl-C reaches the command and its session (one process group, as a shell starts
+    a job: in the terminal's session, where the command shares the suite's fork server); a
+    SIGTERM (a CI's time limit, ``kill``) may reach the command alone, which passes it on.
+    Either way the check's folders go with it (it would leave them, dying of the signal)."""
     spec = impl_file(workdir, "time.sleep(0.5)\n" + REFERENCE_CALL + "return out\n")
     command = [sys.executable, "-m", "simacc", "check", spec, "--device", "cpu", "--max-examples", "50", "--seed", "0",
                "-n", "0", "--property", INDEX]
     (workdir / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(workdir / "tmp")}
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0,
                             env=env)
     header = proc.stdout.readline()  # printed once the session has loaded the implementation
     assert header.startswith("simacc check"), header

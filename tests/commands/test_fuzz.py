@@ -21,7 +21,7 @@ import pytest
 from simacc import strategies as sx
 from simacc.commands import cli
 from simacc.commands.checking import fuzz
-from simacc.harness.processes import interrupts
+from simacc.harness.processes import forkserver, interrupts
 from simacc.harness.sessions import session
 
 MUTANT = "simacc.zoo.eagle:fixed_id_only_at_accepted_slots"  # fixed mode writes only the accepted slots
@@ -383,9 +383,10 @@ def test_every_property_that_draws_is_a_hypothesis_test_when_collected(tmp_path)
     from simacc import properties
     from simacc.harness.call import impl as impls
 
-    collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "hypothesis", "--pyargs",
-                      "simacc.properties", "--simacc-impl=simacc:generate_simulated_accept_index",
-                      "--simacc-device=cpu", "-p", "no:cacheprovider"], tmp_path)
+    # forked from the suite's session server (tests/conftest.py), as a check's sessions are: not an import of torch
+    collected = _run(forkserver.command(["-m", "pytest", "--collect-only", "-q", "-m", "hypothesis", "--pyargs",
+                                         "simacc.properties", "--simacc-impl=simacc:generate_simulated_accept_index",
+                                         "--simacc-device=cpu", "-p", "no:cacheprovider"]), tmp_path)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     names = {line.split("::")[1].split("[")[0].removeprefix("test_") for line in collected.stdout.splitlines()
              if "::" in line}

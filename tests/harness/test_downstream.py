@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from simacc.harness.processes import forkserver
+
 REPO = Path(__file__).resolve().parents[2]
 EAGLE_ARGS = ("accept_index, predict, num_correct_drafts, candidates, target_predict, bs, spec_steps, "
               "simulate_acc_len, simulate_acc_method='match-expected', simulate_acc_token_mode='fixed'")
@@ -155,9 +157,29 @@ def pytest_run(project, *args, ci=False, python=sys.executable):
                           capture_output=True, text=True, timeout=600)
 
 
-def test_the_command_checks_a_correct_compiled_implementation_beside_the_hosts_own_tests(project):
+HOST_STATE = """\
+    import torch
+
+
+    def test_sets_the_precision():
+        torch.set_float32_matmul_precision("medium")
+
+
+    def test_keeps_it():
+        assert torch.get_float32_matmul_precision() == "medium"
+    """
+
+
+def test_the_command_checks_a_correct_compiled_implementation_and_the_hosts_tests_may_change_the_process_after(
+        project):
+    """One run, two claims: a correct implementation compiled at import passes beside the host's
+    own tests; and the end-of-run check (§11.4, a thread a call started) spans simacc's tests
+    only: a host's test that sets torch's matmul precision after them is neither failed nor
+    undone."""
+    (project / "tests" / "test_host_state.py").write_text(textwrap.dedent(HOST_STATE))
     done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.compiled:generate", "--simacc-device=cpu", *FEW,
                       "--simacc-property=ranks_*", "-n", "0")  # one process that compiles (xdist: the next test)
+    assert "changed the process outside its calls" not in done.stdout, done.stdout[-3000:]
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"simacc: implementation my_pkg.compiled:generate ({project / 'my_pkg' / 'compiled.py'}, version 1.2.3)" \
         in done.stdout
@@ -166,7 +188,10 @@ def test_the_command_checks_a_correct_compiled_implementation_beside_the_hosts_o
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
 
 
-def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_command(project):
+def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_command_and_its_case_is_promoted(
+        project):
+    """One run of a buggy implementation (CI, JUnit, xdist) and what a user does with its
+    failure: the case promoted into the project is replayed by the next run."""
     done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:counts_the_bonus", "--simacc-device=cpu",
                       *FEW, "--junitxml=report.xml", "-n", "2", ci=True)
     assert done.returncode == 1, done.stdout[-3000:]
@@ -179,24 +204,18 @@ def test_a_buggy_implementation_fails_in_junit_with_the_property_and_the_replay_
     assert not [name for name, case in by_name.items() if case.find("skipped") is not None]  # not applicable: deselected
     assert not (project / "simacc-regressions").exists()
 
-
-def test_the_hosts_own_tests_may_change_the_process_after_simaccs(project):
-    """The end-of-run check (§11.4, a thread a call started) spans simacc's tests only: a host's
-    test that sets torch's matmul precision after them is neither failed nor undone."""
-    (project / "tests" / "test_host_state.py").write_text(textwrap.dedent("""\
-        import torch
-
-
-        def test_sets_the_precision():
-            torch.set_float32_matmul_precision("medium")
-
-
-        def test_keeps_it():
-            assert torch.get_float32_matmul_precision() == "medium"
-        """))
-    done = pytest_run(project, *COMMAND, "--simacc-impl=my_pkg.kernels:generate", "--simacc-device=cpu", *FEW, "-n", "0")
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert "changed the process outside its calls" not in done.stdout
+    (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
+    # a new interpreter's copy, forked from the suite's session server (tests/conftest.py): no import of torch
+    promote = subprocess.run(forkserver.command(["-m", "simacc", "repro", str(found), "--impl",
+                                                 "my_pkg.kernels:counts_the_bonus", "--promote"]), cwd=project, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert promote.returncode == 1, promote.stdout + promote.stderr  # it still fails against counts_the_bonus
+    (promoted,) = (project / "simacc-regressions").glob("*.json")
+    assert json.loads(promoted.read_text())["impl"] == "simacc:generate_simulated_accept_index"
+    again = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
+                       "--simacc-device=cpu", "--simacc-property=regression", "-n", "0", "-v")
+    assert f"test_regression[{promoted.stem}-cpu] FAILED" in again.stdout, again.stdout[-3000:]
 
 
 def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_is_untouched(project):
@@ -209,23 +228,6 @@ def test_without_an_implementation_the_run_is_a_usage_error_and_the_host_alone_i
     alone = pytest_run(project, ci=True)  # Hypothesis loads its own ci profile: the host's conftest overrides it
     assert alone.returncode == 0 and "simacc:" not in alone.stdout, alone.stdout  # no header of its own
     assert "torch imported: False" in done.stderr and "torch imported: False" in alone.stderr, done.stderr + alone.stderr
-
-
-def test_a_promoted_case_goes_into_the_project_and_is_replayed_by_the_next_run(project):
-    done = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
-                      "--simacc-device=cpu", "--simacc-property=num_correct_drafts_is_length_minus_one", "-n", "0", "-q")
-    assert done.returncode == 1, done.stdout[-2000:]
-    (found,) = (project / ".simacc" / "failures").glob("num_correct_drafts_is_length_minus_one-*.json")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMACC_")}
-    promote = subprocess.run([sys.executable, "-m", "simacc", "repro", str(found), "--impl",
-                              "my_pkg.kernels:counts_the_bonus", "--promote"], cwd=project, env=env,
-                             capture_output=True, text=True, timeout=300)
-    assert promote.returncode == 1, promote.stdout + promote.stderr  # it still fails against counts_the_bonus
-    (promoted,) = (project / "simacc-regressions").glob("*.json")
-    assert json.loads(promoted.read_text())["impl"] == "simacc:generate_simulated_accept_index"
-    again = pytest_run(project, "--pyargs", "simacc.properties", "--simacc-impl=my_pkg.kernels:counts_the_bonus",
-                       "--simacc-device=cpu", "--simacc-property=regression", "-n", "0", "-v")
-    assert f"test_regression[{promoted.stem}-cpu] FAILED" in again.stdout, again.stdout[-3000:]
 
 
 def commands(folder):
