@@ -297,8 +297,8 @@ def test_a_case_its_contract_cannot_be_asked_says_which_variant_it_is_and_which_
     names both in the contract's word for its variants (CONTRACT.md §6)."""
     path = _write(tmp_path, _record())
     assert cli.main(["repro", str(path), "--impl", "simacc:legacy_generate_simulated_accept_index"]) == 2
-    assert ("follows contract 'legacy' (token mode fixed), and this is a token mode real-draft-token case, for eagle"
-            in capsys.readouterr().err)
+    assert ("follows contract 'legacy' (token mode fixed), and this is a case whose token mode is real-draft-token, "
+            "for eagle" in capsys.readouterr().err)
 
 
 def test_an_explicit_device_that_is_missing_exits_5_with_a_one_line_reason(tmp_path, capsys):

@@ -7,6 +7,7 @@ read-only ``simacc check`` that writes nothing."""
 import datetime
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -77,6 +78,20 @@ def test_the_read_only_switch_is_a_flag_and_its_variable_says_yes_or_no(text, va
     assert opts.resolve({}, environ={"SIMACC_DATABASE_READONLY": text}).database_readonly is value
     with pytest.raises(opts.SettingsError, match="^SIMACC_DATABASE_READONLY: must be one of"):
         opts.resolve({}, environ={"SIMACC_DATABASE_READONLY": "maybe"})
+
+
+@pytest.mark.parametrize("handed, beside, said", [
+    ('{"impl": "m:f"}', {"simacc_impl": "other:g"}, "give no other --simacc-* option beside it (got --simacc-impl)"),
+    ("not json", {}, "--simacc-settings: not the settings simacc writes"),
+    ('{"bogus": 1}', {}, "--simacc-settings: not the settings simacc writes"),
+])
+def test_handed_settings_beside_another_option_or_not_simaccs_are_a_usage_error(handed, beside, said):
+    from simacc.harness.plugin import fixtures
+
+    option = types.SimpleNamespace(**{o.dest: None for o in opts.OPTIONS.values()}, **beside)
+    config = types.SimpleNamespace(option=option, getoption=lambda name: handed)
+    with pytest.raises(pytest.UsageError, match=re.escape(said)):
+        fixtures._handed(config)
 
 
 def test_a_commands_session_is_handed_its_settings_whole_in_one_token_and_never_resolves_them_again(tmp_path):

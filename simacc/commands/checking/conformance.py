@@ -128,7 +128,7 @@ def run_check(given, *, workers="auto", quiet=False, verbose=False, exitfirst=Fa
 
 
 def chosen_from(given):
-    chosen = opts.resolve(given)
+    chosen = opts.resolve(given, parse=CONTRACT_PARSE)
     if chosen.impl is None or chosen.references:
         raise UsageError("no implementation selected: give IMPL ('package.module:attribute' or "
                          "'path/to/file.py:attribute') or set SIMACC_IMPL")

@@ -185,7 +185,7 @@ def run(args):
             raise opts.SettingsError(f"{args.json}: no such folder {args.json.parent}")
         # the thorough profile whatever CI or SIMACC_PROFILE say: resolved as ci with a database, a
         # session would take ci's fixed seed, and a seeded test keeps no find in the database
-        chosen = opts.resolve({**opts.given(args), "profile": "thorough"})
+        chosen = opts.resolve({**opts.given(args), "profile": "thorough"}, parse=conformance.CONTRACT_PARSE)
         if chosen.impl is None or chosen.references:
             raise opts.SettingsError("no implementation selected: give IMPL ('package.module:attribute' or "
                                      "'path/to/file.py:attribute') or set SIMACC_IMPL")

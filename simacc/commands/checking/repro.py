@@ -123,7 +123,8 @@ def run(args):
     if not cleaning and not args.path:
         return _replay_database(args)
     try:
-        args.settings = opts.resolve(opts.given(args, ("timeout", "fixed_token_id", "corpus", "repro_dir")))
+        args.settings = opts.resolve(opts.given(args, ("timeout", "fixed_token_id", "corpus", "repro_dir")),
+                                     parse={"contract": _contract_name})
     except opts.SettingsError as e:
         print(f"simacc repro: error: {e}; try 'simacc repro --help'", file=sys.stderr)
         return Exit.USAGE
@@ -183,8 +184,8 @@ def _plan(record, prop, args):
     if not prop.applies_to_case(chosen.record, record.case):
         fits = [c for c in properties.CONTRACTS if prop.applies_to_case(c, record.case)]
         ours = chosen.record
-        case = f"a {fits[0].variant} {record.case.variant} case, for {', '.join(c.name for c in fits)}" if fits else \
-            "a case for no contract"
+        case = (f"a case whose {fits[0].variant} is {record.case.variant}, for {', '.join(c.name for c in fits)}"
+                if fits else "a case for no contract")
         raise NotReplayed(Exit.USAGE, f"not applicable: {chosen.spec} follows contract {ours.name!r} ({ours.variant} "
                           f"{', '.join(ours.variants)}), and this is {case}")
     return chosen, device, note

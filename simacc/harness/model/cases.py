@@ -128,7 +128,7 @@ class Case:
     width_name = "W"  # what a result row calls ``max_len``
     length_given = False  # the call is given L (the kernel op): the L to hold it to, at every level
     # the argument sets a case may leave out: those some call style of its contracts can (CONTRACT.md §5.1;
-    # the records' omissions, which tests/test_strategies.py holds them to)
+    # the records' omissions, which tests/contract/test_strategies.py holds them to)
     omittable = frozenset()
 
     def problem(self):

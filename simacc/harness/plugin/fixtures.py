@@ -58,9 +58,11 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    handed = getattr(config, "workerinput", {}).get("simacc_settings") or config.getoption("simacc_settings")
-    if handed:  # resolved by the command that started the session, or by the controller of this worker
+    handed = getattr(config, "workerinput", {}).get("simacc_settings")
+    if handed:  # resolved by the controller of this worker
         chosen = opts.Settings.from_json(json.loads(handed))
+    elif config.getoption("simacc_settings"):  # resolved by the command that started the session
+        chosen = _handed(config)
     else:
         try:
             chosen = opts.resolve(opts.given(config.option), root=config.invocation_params.dir, home=config.rootpath,
@@ -70,6 +72,19 @@ def pytest_configure(config):
     given = getattr(config, "workerinput", {}).get("simacc_prefix")
     path = config.getoption("simacc_stream")
     config.stash[STATE] = State(chosen, path, prefix=given or path or watch.plain_prefix())
+
+
+def _handed(config):
+    """The settings ``--simacc-settings`` carries: the whole record, so no other ``--simacc-*``
+    option may be given beside it (it would be dropped without a word)."""
+    beside = [opts.OPTIONS[name].flag(True) for name, value in opts.given(config.option).items() if value is not None]
+    if beside:
+        raise pytest.UsageError(f"--simacc-settings carries the whole settings; give no other --simacc-* option "
+                                f"beside it (got {', '.join(beside)})")
+    try:
+        return opts.Settings.from_json(json.loads(config.getoption("simacc_settings")))
+    except (ValueError, TypeError, AttributeError) as e:
+        raise pytest.UsageError(f"--simacc-settings: not the settings simacc writes ({e})") from None
 
 
 @pytest.hookimpl(optionalhook=True)
