@@ -51,7 +51,7 @@ def test_a_bad_variable_is_one_line_with_the_pointer_too(capsys, monkeypatch):
 @pytest.mark.parametrize("command", ["check", "fuzz", "repro"])
 def test_an_unknown_contract_in_its_variable_is_one_line_naming_the_variable(capsys, monkeypatch, command):
     monkeypatch.setenv("SIMACC_CONTRACT", "medusa")
-    assert cli.main([command, "x.json" if command == "repro" else "x:y"]) == 2
+    assert cli.main([command, *{"repro": ["x.json"], "fuzz": ["x:y", "--minutes", "1"]}.get(command, ["x:y"])]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"simacc {command}: error: SIMACC_CONTRACT: unknown contract 'medusa'") and err.count("\n") == 1
 

@@ -88,7 +88,7 @@ def test_the_read_only_switch_is_a_flag_and_its_variable_says_yes_or_no(text, va
 def test_handed_settings_beside_another_option_or_not_simaccs_are_a_usage_error(handed, beside, said):
     from simacc.harness.plugin import fixtures
 
-    option = types.SimpleNamespace(**{o.dest: None for o in opts.OPTIONS.values()}, **beside)
+    option = types.SimpleNamespace(**{**{o.dest: None for o in opts.OPTIONS.values()}, **beside})
     config = types.SimpleNamespace(option=option, getoption=lambda name: handed)
     with pytest.raises(pytest.UsageError, match=re.escape(said)):
         fixtures._handed(config)
