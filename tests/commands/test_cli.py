@@ -2,6 +2,7 @@
 concerns, ending ``try 'simacc <command> --help'``; a file error names the file; an IMPL that
 fails for a reason with a known cure says the cure."""
 
+import argparse
 import subprocess
 import sys
 
@@ -116,3 +117,20 @@ def test_a_command_imports_no_other_commands_module():
     loaded = set(done.stdout.splitlines()[-1].split())
     assert cli.SUBCOMMANDS["check"] in loaded
     assert not {module for name, module in cli.SUBCOMMANDS.items() if name != "check"} & loaded
+
+
+def test_a_ctrl_c_the_command_did_not_take_is_one_line_and_exit_130_as_a_program_and_theirs_in_a_caller(capsys):
+    """Run as a program (no ``argv``), an interrupt ends the command with one line, not a
+    traceback; called from someone else's code (``argv`` given), the interrupt is the caller's."""
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    args = argparse.Namespace(command="laws", run=interrupted)
+    try:
+        code = cli._run(args, None)
+    except KeyboardInterrupt:  # out of a test, it would end pytest's whole session
+        pytest.fail("the interrupt left simacc as a traceback")
+    assert code == 130
+    assert capsys.readouterr() == ("", "simacc laws: interrupted\n")
+    with pytest.raises(KeyboardInterrupt):
+        cli._run(args, ["laws"])
