@@ -286,6 +286,16 @@ def test_a_huge_exception_message_is_cut_and_not_kept(workdir):
     assert status == Status.FAIL and len(message) < 5000 and "more characters]" in message
 
 
+
+def test_a_later_grad_modes_process_that_dies_makes_each_of_its_tests_a_crash_named_as_pytest_names_it(workdir):
+    fresh_results = "result_is_fresh_across_calls"  # run in every grad mode, each later one in a fresh process
+    loaded = impl.load(spec("ends_its_process_under_no_grad"), sx.CONTRACTS)
+    results = inprocess.run(loaded, "cpu", [properties.find(fresh_results)], settings=QUICK)
+    assert [(r.id, r.status) for r in results] == [(f"{fresh_results}[cpu-inference]", Status.PASS),
+                                                   (f"{fresh_results}[cpu-no_grad]", Status.CRASHED)], results
+    assert results[1].message.startswith("the process running grad mode no_grad died: "), results[1].message
+
+
 # -- the processes of a session, and their supervisor ----------------------------------------
 
 

@@ -293,10 +293,10 @@ def resolve(given, environ=None, root=None, home=None, ini=None, parse=None):
     """The :class:`Settings` from ``given`` (``{name: value or None}``, values already parsed,
     as the options hold them), then ``SIMACC_*`` in ``environ``, then ``ini`` (a project's
     own, from its pytest configuration: ``simacc_impl``), then the defaults, and what
-    follows from them: the seed of a derandomized profile given a database (:data:`CI_SEED`). Relative paths are taken from ``root`` (default: the
-    working directory); the project's corpus is by default in ``home`` (pytest's rootdir;
-    default ``root``). ``parse`` replaces options' parses as in :func:`add_arguments`, for the
-    variables too."""
+    follows from them: the seed of a derandomized profile given a database (:data:`CI_SEED`).
+    Relative paths are taken from ``root`` (default: the working directory); the project's
+    corpus is by default in ``home`` (pytest's rootdir; default ``root``). ``parse`` replaces
+    options' parses as in :func:`add_arguments`, for the variables too."""
     environ = os.environ if environ is None else environ
     root = Path(root or os.getcwd())
     values = {}

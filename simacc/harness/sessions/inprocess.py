@@ -55,20 +55,22 @@ def run(implementation, device, properties, *, settings=None, seed=None, timeout
     results = _in_mode(implementation, properties, how, 0)
     for number in range(1, len(how.contexts)):
         failed = {r.id.split("[")[0] for r in results if r.status == Status.FAIL} if one_failure else set()
-        ids = [(prop.module, prop.id) for prop in properties if prop.across_contexts and prop.id not in failed]
-        if not ids:
+        later = [prop for prop in properties if prop.across_contexts and prop.id not in failed]
+        if not later:
             continue
         from simacc.harness.processes import fresh
 
         with fresh.Process(new=devices.is_cuda(device)) as process:
             process.send("simacc.harness.sessions.inprocess:_in_fresh_process", implementation.spec,
-                         implementation.record, implementation.level, implementation.fixed_token_id, ids,
+                         implementation.record, implementation.level, implementation.fixed_token_id,
+                         [(prop.module, prop.id) for prop in later],
                          dataclasses.replace(how, settings=_portable(settings)), number)
             try:
                 kind, said = process.receive(None)
-            except fresh.Died as e:
-                said, kind = [Result(f"{pid}[{device}-{how.contexts[number]}]", device, Status.CRASHED, None, 0.0,
-                                     f"the process running grad mode {how.contexts[number]} died: {e}") for _, pid in ids], "ok"
+            except fresh.Died as e:  # each test the process was to run, named as it would have named it
+                said, kind = [Result(test.name, device, Status.CRASHED, None, 0.0,
+                                     f"the process running grad mode {test.context} died: {e}")
+                              for prop in later for test in _tests(prop, how, number)], "ok"
         if kind != "ok":
             raise RuntimeError(f"grad mode {how.contexts[number]}'s process: {said}")
         results += said
@@ -109,10 +111,8 @@ def _in_mode(implementation, properties, how, number):
     changed in the process outside its calls, found at the end, fails the last (as a
     session's last test)."""
     results, start = [], process_state.started()
-    mode = how.contexts[number]
     for prop in properties:
-        # the CPU is always there to compare a CUDA device with
-        for test in (t for t in prop.tests([how.device], how.contexts, cpu=True) if t.context == mode):
+        for test in _tests(prop, how, number):
             results.append(run_one(prop, test, implementation, how))
             if how.one_failure and results[-1].status == Status.FAIL:
                 break
@@ -124,6 +124,12 @@ def _in_mode(implementation, properties, how, number):
             said = _message(e) if last.status != Status.FAIL else f"{last.message}; and then: {_message(e)}"
             results[-1] = dataclasses.replace(last, status=Status.FAIL, message=said)
     return results
+
+
+def _tests(prop, how, number):
+    """The tests of ``prop`` that grad mode ``how.contexts[number]`` runs, as the plugin
+    collects them (the CPU is always there to compare a CUDA device with)."""
+    return [t for t in prop.tests([how.device], how.contexts, cpu=True) if t.context == how.contexts[number]]
 
 
 def run_one(prop, test, implementation, how):
